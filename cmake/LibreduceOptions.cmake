@@ -1,0 +1,98 @@
+# Options for every optional part. Each AUTO option is resolved by detection and says
+# clearly why a part is left out; ON makes a missing dependency an error.
+include(CheckLanguage)
+find_package(PkgConfig QUIET)
+
+set(LIBREDUCE_WITH_CUDA AUTO CACHE STRING "CUDA kernels (AUTO/ON/OFF)")
+set(LIBREDUCE_WITH_UCX AUTO CACHE STRING "UCX transport (AUTO/ON/OFF)")
+set(LIBREDUCE_WITH_HWLOC AUTO CACHE STRING "hwloc thread/memory binding (AUTO/ON/OFF)")
+set(LIBREDUCE_WITH_TORCH AUTO CACHE STRING "PyTorch c10d backend (AUTO/ON/OFF)")
+set(LIBREDUCE_WITH_BASELINES AUTO CACHE STRING "Gloo / MPI baseline benchmarks (AUTO/ON/OFF)")
+option(LIBREDUCE_BUILD_TESTS "Build the test suite" ON)
+option(LIBREDUCE_BUILD_BENCH "Build the benchmarks" ON)
+set(LIBREDUCE_SANITIZE "" CACHE STRING "Sanitizers to build with, e.g. address,undefined")
+set(LIBREDUCE_CUDA_ARCHITECTURES "90" CACHE STRING "CUDA architectures (90 = sm_90 SASS + compute_90 PTX)")
+
+# rd_resolve_option(<var> <found> <why-missing>): turns AUTO into ON/OFF, fails for ON.
+function(rd_resolve_option var found why)
+  if(${var} STREQUAL "OFF")
+    set(${var}_ENABLED OFF PARENT_SCOPE)
+    set(${var}_REASON "disabled (-D${var}=OFF)" PARENT_SCOPE)
+  elseif(found)
+    set(${var}_ENABLED ON PARENT_SCOPE)
+    set(${var}_REASON "found" PARENT_SCOPE)
+  elseif(${var} STREQUAL "ON")
+    message(FATAL_ERROR "${var}=ON but ${why}")
+  else()
+    message(STATUS "libreduce: ${var} off: ${why}")
+    set(${var}_ENABLED OFF PARENT_SCOPE)
+    set(${var}_REASON "${why}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# --- CUDA: the toolkit lives at /usr/local/cuda on this project's machines.
+if(NOT LIBREDUCE_WITH_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+endif()
+set(_cuda_found OFF)
+if(CMAKE_CUDA_COMPILER AND NOT LIBREDUCE_WITH_CUDA STREQUAL "OFF")
+  set(_cuda_found ON)
+endif()
+rd_resolve_option(LIBREDUCE_WITH_CUDA ${_cuda_found} "no CUDA compiler (nvcc) found")
+if(LIBREDUCE_WITH_CUDA_ENABLED)
+  set(CMAKE_CUDA_ARCHITECTURES ${LIBREDUCE_CUDA_ARCHITECTURES})
+  set(CMAKE_CUDA_STANDARD 20)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  enable_language(CUDA)
+  find_package(CUDAToolkit REQUIRED)
+endif()
+
+# --- UCX and hwloc through pkg-config (Debian's libucx-dev, libhwloc-dev).
+set(_ucx_found OFF)
+set(_hwloc_found OFF)
+if(PkgConfig_FOUND)
+  pkg_check_modules(UCX QUIET IMPORTED_TARGET ucx)
+  pkg_check_modules(HWLOC QUIET IMPORTED_TARGET hwloc)
+  set(_ucx_found ${UCX_FOUND})
+  set(_hwloc_found ${HWLOC_FOUND})
+endif()
+rd_resolve_option(LIBREDUCE_WITH_UCX "${_ucx_found}" "UCX not found (apt-get install libucx-dev)")
+rd_resolve_option(LIBREDUCE_WITH_HWLOC "${_hwloc_found}" "hwloc not found (apt-get install libhwloc-dev)")
+
+# --- PyTorch: Debian's python3-torch, found through the system interpreter.
+set(LIBREDUCE_PYTHON /usr/bin/python3 CACHE FILEPATH "Python interpreter for the package and tests")
+set(_torch_found OFF)
+if(NOT LIBREDUCE_WITH_TORCH STREQUAL "OFF" AND EXISTS ${LIBREDUCE_PYTHON})
+  execute_process(COMMAND ${LIBREDUCE_PYTHON} -c "import torch; print(torch.__version__)"
+                  OUTPUT_VARIABLE LIBREDUCE_TORCH_VERSION RESULT_VARIABLE _torch_rc
+                  OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(_torch_rc EQUAL 0)
+    set(_torch_found ON)
+  endif()
+endif()
+rd_resolve_option(LIBREDUCE_WITH_TORCH ${_torch_found}
+                  "python3 cannot import torch (apt-get install python3-torch)")
+
+# --- Baselines: Gloo and MPI for side-by-side benchmarks.
+find_package(MPI QUIET COMPONENTS CXX)
+find_path(GLOO_INCLUDE_DIR gloo/allreduce_ring.h)
+set(_baselines_found OFF)
+if(MPI_CXX_FOUND AND GLOO_INCLUDE_DIR)
+  set(_baselines_found ON)
+endif()
+rd_resolve_option(LIBREDUCE_WITH_BASELINES ${_baselines_found}
+                  "Gloo or MPI headers not found (apt-get install libgloo-dev libopenmpi-dev)")
+
+# --- Sanitizers apply to every target of this build tree.
+if(LIBREDUCE_SANITIZE)
+  string(REPLACE "," ";" _sanitizers "${LIBREDUCE_SANITIZE}")
+  foreach(_s IN LISTS _sanitizers)
+    add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=${_s}>)
+    add_link_options(-fsanitize=${_s})
+  endforeach()
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fno-omit-frame-pointer>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-sanitize-recover=all>)
+endif()

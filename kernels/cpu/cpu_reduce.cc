@@ -1,0 +1,180 @@
+#include "cpu/cpu_reduce.h"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "common/check.h"
+#include "common/settings.h"
+#include "common/thread_pool.h"
+#include "cpu/isa_kernels.h"
+
+namespace rd::kernels::cpu {
+namespace {
+
+constexpr int kMaxAutoThreads = 8;
+
+int onlineCpus() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+// Helpers shared by every reduction of the process, sized for the largest useful split; they
+// sleep on a condition variable while idle.
+ThreadPool& sharedPool() {
+  static ThreadPool pool(std::min(onlineCpus(), kMaxAutoThreads) - 1);
+  return pool;
+}
+
+using RangeFn = void (*)(const ReduceRange&);
+
+RangeFn rangeFunction(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512: return avx512::reduceRange;
+    case Isa::kAvx2: return avx2::reduceRange;
+    case Isa::kScalar: break;
+  }
+  return scalar::reduceRange;
+}
+
+rdResult_t loadOptions(Options* out) {
+  std::string isa_name;
+  RD_CHECK(settings::readChoice(settings::Id::kCpuIsa, &isa_name));
+  Options o;
+  if (isa_name == "auto") {
+    o.isa = bestIsa();
+  } else if (!parseIsa(isa_name, &o.isa) || !isaSupported(o.isa)) {
+    return setErrorf(rdUnsupported, "LIBREDUCE_CPU_ISA=%s: this CPU does not support it (best: %s)",
+                     isa_name.c_str(), isaName(bestIsa()));
+  }
+  int64_t threads = 0;
+  RD_CHECK(settings::readInt(settings::Id::kKernelThreads, &threads));
+  o.threads = threads > 0 ? static_cast<int>(threads) : std::min(onlineCpus(), kMaxAutoThreads);
+  uint64_t bytes = 0;
+  RD_CHECK(settings::readSize(settings::Id::kKernelSplitBytes, &bytes));
+  o.split_bytes = bytes;
+  RD_CHECK(settings::readSize(settings::Id::kKernelStreamBytes, &bytes));
+  o.stream_bytes = bytes;
+  *out = o;
+  return rdSuccess;
+}
+
+}  // namespace
+
+const char* isaName(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512: return "avx512";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kScalar: break;
+  }
+  return "scalar";
+}
+
+bool parseIsa(const std::string& name, Isa* out) {
+  for (int i = 0; i < kNumIsas; ++i) {
+    if (name == isaName(static_cast<Isa>(i))) {
+      *out = static_cast<Isa>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool isaSupported(Isa isa) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  switch (isa) {
+    case Isa::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    case Isa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case Isa::kScalar: return true;
+  }
+  return false;
+#else
+  return isa == Isa::kScalar;
+#endif
+}
+
+Isa bestIsa() {
+  if (isaSupported(Isa::kAvx512)) return Isa::kAvx512;
+  if (isaSupported(Isa::kAvx2)) return Isa::kAvx2;
+  return Isa::kScalar;
+}
+
+rdResult_t configuredOptions(Options* out) {
+  // Read once: a reducer calls this for every chunk. A failure is kept and reported each time.
+  static std::once_flag once;
+  static Options options;
+  static rdResult_t status = rdSuccess;
+  static std::string error;
+  std::call_once(once, [] {
+    status = loadOptions(&options);
+    if (status != rdSuccess) error = lastError();
+  });
+  if (status != rdSuccess) return setError(status, error);
+  *out = options;
+  return rdSuccess;
+}
+
+rdResult_t reduce(const ReduceArgs& args) {
+  Options options;
+  RD_CHECK(configuredOptions(&options));
+  return reduce(args, options);
+}
+
+rdResult_t reduce(const ReduceArgs& args, const Options& options) {
+  RD_CHECK(validate(args));
+  if (args.count == 0) return rdSuccess;
+  if (!isaSupported(options.isa)) {
+    return setErrorf(rdUnsupported, "CPU kernels for %s are not supported on this CPU",
+                     isaName(options.isa));
+  }
+  const size_t esize = elementSize(args.dtype);
+  const size_t bytes = args.count * esize;
+  const bool avg = args.op == rdAvg && args.finalize_avg;
+  ReduceRange range{args.srcs,
+                    args.nsrcs,
+                    args.dst,
+                    0,
+                    args.count,
+                    args.dtype,
+                    args.op == rdAvg ? rdSum : args.op,
+                    avg ? avgDivisor(args) : 0,
+                    options.stream_bytes != 0 && bytes >= options.stream_bytes};
+  RangeFn fn = rangeFunction(options.isa);
+
+  const size_t split = std::max<size_t>(options.split_bytes, 4096);
+  const size_t max_parts = std::max<size_t>(1, bytes / split);
+  const int parts = static_cast<int>(std::min<size_t>(max_parts, std::max(options.threads, 1)));
+  if (parts <= 1) {
+    fn(range);
+    return rdSuccess;
+  }
+  // Part boundaries on 4 KiB of destination keep every part's stores aligned alike.
+  const size_t align_elems = 4096 / esize;
+  const size_t per_part = (args.count / parts + align_elems - 1) / align_elems * align_elems;
+  sharedPool().parallelFor(parts, [&](int p) {
+    ReduceRange r = range;
+    r.begin = std::min(args.count, per_part * static_cast<size_t>(p));
+    r.end = p == parts - 1 ? args.count : std::min(args.count, r.begin + per_part);
+    if (r.begin < r.end) fn(r);
+  });
+  return rdSuccess;
+}
+
+}  // namespace rd::kernels::cpu
+
+extern "C" rdResult_t rdLocalReduce(const void* const* srcs, int nsrcs, void* dst, size_t count,
+                                    rdDataType_t dtype, rdRedOp_t op) {
+  rd::clearLastError();
+  rd::kernels::ReduceArgs args;
+  args.srcs = srcs;
+  args.nsrcs = nsrcs;
+  args.dst = dst;
+  args.count = count;
+  args.dtype = dtype;
+  args.op = op;
+  return rd::kernels::cpu::reduce(args);
+}

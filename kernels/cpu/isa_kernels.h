@@ -1,0 +1,35 @@
+// The entry point each per-ISA translation unit provides (isa_scalar.cc, isa_avx2.cc,
+// isa_avx512.cc). Only cpu_reduce.cc calls these, after checking the CPU supports the ISA.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "libreduce/reduce.h"
+
+namespace rd::kernels::cpu {
+
+/** One contiguous range [begin, end) of a validated reduction. */
+struct ReduceRange {
+  const void* const* srcs;
+  int nsrcs;
+  void* dst;
+  size_t begin;
+  size_t end;
+  rdDataType_t dtype;
+  rdRedOp_t op;           // rdAvg is run as rdSum plus the division below
+  uint64_t avg_divisor;   // != 0: divide the sum by it (rdAvg); 0: no scaling
+  bool stream;            // use non-temporal stores for the destination
+};
+
+namespace scalar {
+void reduceRange(const ReduceRange& range);
+}
+namespace avx2 {
+void reduceRange(const ReduceRange& range);
+}
+namespace avx512 {
+void reduceRange(const ReduceRange& range);
+}
+
+}  // namespace rd::kernels::cpu

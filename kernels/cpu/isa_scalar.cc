@@ -1,0 +1,5 @@
+// Portable kernels: baseline instruction set only. Runs on any CPU; the fallback when neither
+// AVX2 nor AVX-512 is available, and selectable with LIBREDUCE_CPU_ISA=scalar.
+#define RD_ISA_NAMESPACE scalar
+#define RD_VEC_BYTES 16
+#include "cpu/reduce_body.inl"

@@ -1,0 +1,59 @@
+// The one table of libreduce settings. Every setting has a name, an environment variable
+// (LIBREDUCE_<NAME>), a default and a description; reduce-info prints them all. Code reads
+// settings only through this table, never with a stray getenv.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "libreduce/reduce.h"
+
+namespace rd::settings {
+
+enum class Id : int {
+  kLogLevel,
+  kCpuIsa,
+  kKernelThreads,
+  kKernelSplitBytes,
+  kKernelStreamBytes,
+  kCount
+};
+
+enum class Kind { kString, kInt, kSize, kChoice };
+
+struct Setting {
+  Id id;
+  const char* name;           // short name, e.g. "kernel_threads"
+  const char* env;            // environment variable, e.g. "LIBREDUCE_KERNEL_THREADS"
+  Kind kind;
+  const char* default_value;  // as text, parsed like an environment value
+  const char* allowed;        // choices "a|b|c" (kChoice), a range "0..1024", or "" for any
+  const char* description;
+};
+
+/** Every setting, in table order. */
+std::span<const Setting> all();
+
+/** The entry for @p id. */
+const Setting& info(Id id);
+
+/** True when the environment variable of @p id is set (non-empty). */
+bool isSetInEnv(Id id);
+
+/** The environment value of @p id if set, else its default, as text. */
+std::string rawValue(Id id);
+
+/** Reads an integer setting; rdInvalidArgument naming the variable when malformed/out of range. */
+rdResult_t readInt(Id id, int64_t* out);
+
+/** Reads a size setting: a byte count with optional K/M/G/T suffix (powers of 1024). */
+rdResult_t readSize(Id id, uint64_t* out);
+
+/** Reads a choice setting, lower-cased; rdInvalidArgument listing the allowed values. */
+rdResult_t readChoice(Id id, std::string* out);
+
+/** Parses "64", "64K", "1M", "2g" into bytes; false on malformed text or overflow. */
+bool parseSize(const std::string& text, uint64_t* out);
+
+}  // namespace rd::settings

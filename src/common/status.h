@@ -1,0 +1,23 @@
+// Status helpers shared by every part of libreduce: the per-thread "last error" message that
+// rdGetLastError returns, and setError() which records it and logs it in one place.
+#pragma once
+
+#include <string>
+
+#include "libreduce/reduce.h"
+
+namespace rd {
+
+/** Records @p message as this thread's last error and returns @p status (for `return`). */
+rdResult_t setError(rdResult_t status, std::string message);
+
+/** printf-style setError. */
+rdResult_t setErrorf(rdResult_t status, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** This thread's last error message ("" when none). */
+const std::string& lastError();
+
+/** Clears this thread's last error (called at the start of public entry points). */
+void clearLastError();
+
+}  // namespace rd
