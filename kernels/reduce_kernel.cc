@@ -26,7 +26,8 @@ size_t elementSize(rdDataType_t dtype) {
 rdResult_t validate(const ReduceArgs& args) {
   size_t esize = elementSize(args.dtype);
   if (esize == 0) {
-    return setErrorf(rdInvalidArgument, "reduce: invalid data type %d", static_cast<int>(args.dtype));
+    return setErrorf(rdInvalidArgument, "reduce: invalid data type %d",
+                     static_cast<int>(args.dtype));
   }
   if (args.op < rdSum || args.op >= rdNumRedOps) {
     return setErrorf(rdInvalidArgument, "reduce: invalid operator %d", static_cast<int>(args.op));
@@ -36,17 +37,20 @@ rdResult_t validate(const ReduceArgs& args) {
   }
   if (args.count == 0) return rdSuccess;
   if (args.count > SIZE_MAX / esize) {
-    return setErrorf(rdInvalidArgument, "reduce: count %zu overflows the address space", args.count);
+    return setErrorf(rdInvalidArgument, "reduce: count %zu overflows the address space",
+                     args.count);
   }
   if (args.dst == nullptr) return setError(rdInvalidArgument, "reduce: destination is NULL");
   const auto bytes = args.count * esize;
   const auto dst = reinterpret_cast<uintptr_t>(args.dst);
   for (int i = 0; i < args.nsrcs; ++i) {
-    if (args.srcs[i] == nullptr) return setErrorf(rdInvalidArgument, "reduce: source %d is NULL", i);
+    if (args.srcs[i] == nullptr)
+      return setErrorf(rdInvalidArgument, "reduce: source %d is NULL", i);
     const auto src = reinterpret_cast<uintptr_t>(args.srcs[i]);
     if (src != dst && src < dst + bytes && dst < src + bytes) {
       return setErrorf(rdInvalidArgument,
-                       "reduce: destination partially overlaps source %d (only dst == src allowed)", i);
+                       "reduce: destination partially overlaps source %d (only dst == src allowed)",
+                       i);
     }
   }
   return rdSuccess;
@@ -56,7 +60,9 @@ rdResult_t validate(const ReduceArgs& args) {
 
 extern "C" {
 
-size_t rdDataTypeSize(rdDataType_t dtype) { return rd::kernels::elementSize(dtype); }
+size_t rdDataTypeSize(rdDataType_t dtype) {
+  return rd::kernels::elementSize(dtype);
+}
 
 const char* rdDataTypeName(rdDataType_t dtype) {
   switch (dtype) {

@@ -30,20 +30,20 @@ extern "C" {
 /** Status of a call. 0 = success, > 0 = in progress, < 0 = error. */
 typedef enum rdResult {
   rdSuccess = 0,
-  rdInProgress = 1,           /**< Asynchronous operation not finished yet: test again. */
-  rdInvalidArgument = -1,     /**< A caller-supplied argument is wrong (null, out of range). */
-  rdInvalidUsage = -2,        /**< Call not allowed in the current state. */
-  rdUnsupported = -3,         /**< Valid request that this build or machine cannot serve. */
-  rdSystemError = -4,         /**< An operating-system call failed (see the error text). */
-  rdOutOfMemory = -5,         /**< An allocation failed or a configured memory limit was hit. */
-  rdInternalError = -6,       /**< An invariant of libreduce itself was broken: a bug. */
-  rdTimeout = -7,             /**< A wait ran past its configured timeout. */
-  rdRemoteError = -8,         /**< A peer (worker or reducer) failed or reported an error. */
-  rdConnectionError = -9,     /**< A connection could not be made or was lost. */
-  rdAuthFailed = -10,         /**< Authentication with the job secret was refused. */
-  rdAborted = -11,            /**< The communicator was aborted; recreate it. */
-  rdProtocolError = -12,      /**< A malformed or unexpected message arrived from the network. */
-  rdCudaError = -13           /**< A CUDA runtime call failed. */
+  rdInProgress = 1,       /**< Asynchronous operation not finished yet: test again. */
+  rdInvalidArgument = -1, /**< A caller-supplied argument is wrong (null, out of range). */
+  rdInvalidUsage = -2,    /**< Call not allowed in the current state. */
+  rdUnsupported = -3,     /**< Valid request that this build or machine cannot serve. */
+  rdSystemError = -4,     /**< An operating-system call failed (see the error text). */
+  rdOutOfMemory = -5,     /**< An allocation failed or a configured memory limit was hit. */
+  rdInternalError = -6,   /**< An invariant of libreduce itself was broken: a bug. */
+  rdTimeout = -7,         /**< A wait ran past its configured timeout. */
+  rdRemoteError = -8,     /**< A peer (worker or reducer) failed or reported an error. */
+  rdConnectionError = -9, /**< A connection could not be made or was lost. */
+  rdAuthFailed = -10,     /**< Authentication with the job secret was refused. */
+  rdAborted = -11,        /**< The communicator was aborted; recreate it. */
+  rdProtocolError = -12,  /**< A malformed or unexpected message arrived from the network. */
+  rdCudaError = -13       /**< A CUDA runtime call failed. */
 } rdResult_t;
 
 /** Element types. Values equal NCCL's ncclDataType_t. */
@@ -54,7 +54,7 @@ typedef enum rdDataType {
   rdUint32 = 3,
   rdInt64 = 4,
   rdUint64 = 5,
-  rdFloat16 = 6,  /**< IEEE 754 binary16. */
+  rdFloat16 = 6, /**< IEEE 754 binary16. */
   rdFloat32 = 7,
   rdFloat64 = 8,
   rdBfloat16 = 9, /**< bfloat16: the upper half of an IEEE binary32. */

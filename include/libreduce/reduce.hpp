@@ -43,14 +43,38 @@ inline rdResult_t check(rdResult_t status) {
 /** Maps a C++ element type to its rdDataType_t at compile time. */
 template <typename T>
 struct DataTypeOf;
-template <> struct DataTypeOf<int8_t> { static constexpr rdDataType_t value = rdInt8; };
-template <> struct DataTypeOf<uint8_t> { static constexpr rdDataType_t value = rdUint8; };
-template <> struct DataTypeOf<int32_t> { static constexpr rdDataType_t value = rdInt32; };
-template <> struct DataTypeOf<uint32_t> { static constexpr rdDataType_t value = rdUint32; };
-template <> struct DataTypeOf<int64_t> { static constexpr rdDataType_t value = rdInt64; };
-template <> struct DataTypeOf<uint64_t> { static constexpr rdDataType_t value = rdUint64; };
-template <> struct DataTypeOf<float> { static constexpr rdDataType_t value = rdFloat32; };
-template <> struct DataTypeOf<double> { static constexpr rdDataType_t value = rdFloat64; };
+template <>
+struct DataTypeOf<int8_t> {
+  static constexpr rdDataType_t value = rdInt8;
+};
+template <>
+struct DataTypeOf<uint8_t> {
+  static constexpr rdDataType_t value = rdUint8;
+};
+template <>
+struct DataTypeOf<int32_t> {
+  static constexpr rdDataType_t value = rdInt32;
+};
+template <>
+struct DataTypeOf<uint32_t> {
+  static constexpr rdDataType_t value = rdUint32;
+};
+template <>
+struct DataTypeOf<int64_t> {
+  static constexpr rdDataType_t value = rdInt64;
+};
+template <>
+struct DataTypeOf<uint64_t> {
+  static constexpr rdDataType_t value = rdUint64;
+};
+template <>
+struct DataTypeOf<float> {
+  static constexpr rdDataType_t value = rdFloat32;
+};
+template <>
+struct DataTypeOf<double> {
+  static constexpr rdDataType_t value = rdFloat64;
+};
 
 /**
  * Reduces equally sized spans into @p dst (see rdLocalReduce for the semantics).

@@ -1,5 +1,9 @@
 #include "cpu/cpu_reduce.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <algorithm>
 #include <memory>
 #include <mutex>
@@ -81,14 +85,44 @@ bool parseIsa(const std::string& name, Isa* out) {
   return false;
 }
 
+#if defined(__x86_64__)
+namespace {
+
+struct CpuFeatures {
+  bool avx2_f16c = false;
+  bool avx512 = false;  // F, BW, VL, DQ
+};
+
+// Reads CPUID and the OS-enabled register state (XCR0): a CPU bit alone does not mean the
+// kernel saves the wider registers on context switch.
+CpuFeatures detectFeatures() {
+  CpuFeatures f;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return f;
+  const bool osxsave = (c & (1u << 27)) != 0, avx = (c & (1u << 28)) != 0;
+  const bool f16c = (c & (1u << 29)) != 0;
+  if (!osxsave || !avx) return f;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  const bool os_avx = (xcr0_lo & 0x6u) == 0x6u;       // SSE and AVX state
+  const bool os_avx512 = (xcr0_lo & 0xE6u) == 0xE6u;  // plus opmask and ZMM state
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return f;
+  const bool avx2 = (b & (1u << 5)) != 0;
+  const unsigned avx512_bits = (1u << 16) | (1u << 17) | (1u << 30) | (1u << 31);  // F DQ BW VL
+  f.avx2_f16c = os_avx && avx2 && f16c;
+  f.avx512 = f.avx2_f16c && os_avx512 && (b & avx512_bits) == avx512_bits;
+  return f;
+}
+
+}  // namespace
+#endif
+
 bool isaSupported(Isa isa) {
 #if defined(__x86_64__)
-  __builtin_cpu_init();
+  static const CpuFeatures features = detectFeatures();
   switch (isa) {
-    case Isa::kAvx512:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-    case Isa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case Isa::kAvx512: return features.avx512;
+    case Isa::kAvx2: return features.avx2_f16c;
     case Isa::kScalar: return true;
   }
   return false;

@@ -28,9 +28,9 @@ Isa bestIsa();
 /** How one reduction runs. */
 struct Options {
   Isa isa = Isa::kScalar;
-  int threads = 1;                 // parts run in parallel, the caller included (>= 1)
-  size_t split_bytes = 1 << 20;    // minimum destination bytes per part
-  size_t stream_bytes = 4 << 20;   // destinations this large use non-temporal stores; 0 = never
+  int threads = 1;                // parts run in parallel, the caller included (>= 1)
+  size_t split_bytes = 1 << 20;   // minimum destination bytes per part
+  size_t stream_bytes = 4 << 20;  // destinations this large use non-temporal stores; 0 = never
 };
 
 /**

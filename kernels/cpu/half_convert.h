@@ -13,13 +13,13 @@
 namespace rd::kernels {
 
 static inline uint32_t floatBits(float f) {
-  uint32_t u;
+  uint32_t u = 0;
   std::memcpy(&u, &f, sizeof u);
   return u;
 }
 
 static inline float bitsFloat(uint32_t u) {
-  float f;
+  float f = 0;
   std::memcpy(&f, &u, sizeof f);
   return f;
 }
@@ -48,7 +48,7 @@ static inline uint16_t floatToHalf(float f) {
   const uint32_t abs = u & 0x7FFFFFFFu;
   if (abs > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u | ((abs >> 13) & 0x3FFu));
   if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // rounds to inf
-  if (abs >= 0x38800000u) {                                             // normal half
+  if (abs >= 0x38800000u) {                                              // normal half
     const uint32_t rounded = abs + 0xFFFu + ((abs >> 13) & 1u) - (112u << 23);
     return static_cast<uint16_t>(sign | (rounded >> 13));
   }
@@ -64,7 +64,9 @@ static inline uint16_t floatToHalf(float f) {
   return static_cast<uint16_t>(sign | half);
 }
 
-static inline float bf16ToFloat(uint16_t b) { return bitsFloat(static_cast<uint32_t>(b) << 16); }
+static inline float bf16ToFloat(uint16_t b) {
+  return bitsFloat(static_cast<uint32_t>(b) << 16);
+}
 
 static inline uint16_t floatToBf16(float f) {
   const uint32_t u = floatBits(f);

@@ -17,9 +17,9 @@ struct ReduceRange {
   size_t begin;
   size_t end;
   rdDataType_t dtype;
-  rdRedOp_t op;           // rdAvg is run as rdSum plus the division below
-  uint64_t avg_divisor;   // != 0: divide the sum by it (rdAvg); 0: no scaling
-  bool stream;            // use non-temporal stores for the destination
+  rdRedOp_t op;          // rdAvg is run as rdSum plus the division below
+  uint64_t avg_divisor;  // != 0: divide the sum by it (rdAvg); 0: no scaling
+  bool stream;           // use non-temporal stores for the destination
 };
 
 namespace scalar {

@@ -19,6 +19,9 @@
 #include "cpu/half_convert.h"
 #include "cpu/isa_kernels.h"
 
+#ifndef RD_PREFETCH_AHEAD
+#define RD_PREFETCH_AHEAD 1024
+#endif
 #ifndef RD_ISA_NAMESPACE
 #error "define RD_ISA_NAMESPACE and RD_VEC_BYTES before including reduce_body.inl"
 #endif
@@ -27,10 +30,14 @@ namespace rd::kernels::cpu::RD_ISA_NAMESPACE {
 namespace {
 
 constexpr size_t kVecBytes = RD_VEC_BYTES;
-constexpr int kUnroll = 4;  // vectors in flight per source: hides load latency
+#ifndef RD_UNROLL_BYTES
+#define RD_UNROLL_BYTES 256
+#endif
+constexpr size_t kPrefetchAhead = RD_PREFETCH_AHEAD;
 
 template <class C>
 struct VecOf {
+  // The typedef form: GCC takes vector_size with a dependent size there.
   typedef C type __attribute__((vector_size(kVecBytes)));
 };
 template <class C>
@@ -74,11 +81,19 @@ inline void store(unsigned char* p, Vec<typename Elem<T>::Compute> v) {
 // bfloat16 -> float is a 16-bit shift; float -> bfloat16 rounds to nearest even and keeps NaN.
 template <>
 inline Vec<float> load<Bf16>(const unsigned char* p) {
+#if RD_VEC_BYTES == 64
+  // One zero-extending load and a shift; the generic conversion below takes five instructions.
+  __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return __builtin_bit_cast(Vec<float>, _mm512_slli_epi32(wide, 16));
+#elif RD_VEC_BYTES == 32
+  __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return __builtin_bit_cast(Vec<float>, _mm256_slli_epi32(wide, 16));
+#else
   typedef uint16_t Raw __attribute__((vector_size(kVecBytes / 2)));
   Raw raw;
   __builtin_memcpy(&raw, p, sizeof raw);
-  Vec<uint32_t> wide = __builtin_convertvector(raw, Vec<uint32_t>) << 16;
-  return __builtin_bit_cast(Vec<float>, wide);
+  return __builtin_bit_cast(Vec<float>, __builtin_convertvector(raw, Vec<uint32_t>) << 16);
+#endif
 }
 
 template <>
@@ -96,15 +111,15 @@ inline void store<Bf16>(unsigned char* p, Vec<float> v) {
 template <>
 inline Vec<float> load<Fp16>(const unsigned char* p) {
 #if RD_VEC_BYTES == 64
-  return __builtin_bit_cast(Vec<float>, _mm512_cvtph_ps(_mm256_loadu_si256(
-                                            reinterpret_cast<const __m256i*>(p))));
+  return __builtin_bit_cast(
+      Vec<float>, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
 #elif RD_VEC_BYTES == 32
-  return __builtin_bit_cast(Vec<float>, _mm256_cvtph_ps(_mm_loadu_si128(
-                                            reinterpret_cast<const __m128i*>(p))));
+  return __builtin_bit_cast(Vec<float>,
+                            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 #else
   Vec<float> v;
   for (size_t i = 0; i < kLanes<float>; ++i) {
-    uint16_t h;
+    uint16_t h = 0;
     __builtin_memcpy(&h, p + 2 * i, 2);
     v[i] = halfToFloat(h);
   }
@@ -133,20 +148,33 @@ template <class C>
 struct Unsigned {
   using type = C;
 };
-template <> struct Unsigned<int8_t> { using type = uint8_t; };
-template <> struct Unsigned<int32_t> { using type = uint32_t; };
-template <> struct Unsigned<int64_t> { using type = uint64_t; };
+template <>
+struct Unsigned<int8_t> {
+  using type = uint8_t;
+};
+template <>
+struct Unsigned<int32_t> {
+  using type = uint32_t;
+};
+template <>
+struct Unsigned<int64_t> {
+  using type = uint64_t;
+};
 
 template <class C>
 constexpr bool kIsFloat = static_cast<C>(0.5) != static_cast<C>(0);
 
 struct Sum {
   template <class V>
-  static V apply(V a, V b) { return a + b; }
+  static V apply(V a, V b) {
+    return a + b;
+  }
 };
 struct Prod {
   template <class V>
-  static V apply(V a, V b) { return a * b; }
+  static V apply(V a, V b) {
+    return a * b;
+  }
 };
 // x86 min/max semantics (a < b ? a : b), made NaN-propagating for the left operand as well.
 struct Min {
@@ -191,6 +219,12 @@ struct RangeKernel {
   using A = typename OpTypeOf<C, Op>::type;  // arithmetic type (unsigned for integer sums)
   static constexpr size_t kLanesPer = kLanes<C>;
   static constexpr size_t kStoreBytes = kLanesPer * sizeof(Storage);
+  // Vectors in flight per source: enough independent loads per stream (RD_UNROLL_BYTES of each
+  // source per step) to hide memory latency, without running out of vector registers.
+  static constexpr int kUnroll = static_cast<int>(
+      RD_UNROLL_BYTES / kStoreBytes > 8
+          ? 8
+          : (RD_UNROLL_BYTES / kStoreBytes < 1 ? 1 : RD_UNROLL_BYTES / kStoreBytes));
 
   const unsigned char* const* srcs;
   int nsrcs;
@@ -231,17 +265,28 @@ struct RangeKernel {
     size_t v = 0;
     for (; v + kUnroll <= vectors; v += kUnroll, off += kUnroll * kStoreBytes) {
       Vec<A> acc[kUnroll];
+      prefetch(srcs[0] + off);
       for (int u = 0; u < kUnroll; ++u) {
         acc[u] = __builtin_bit_cast(Vec<A>, load<T>(srcs[0] + off + u * kStoreBytes));
       }
       for (int s = 1; s < nsrcs; ++s) {
+        prefetch(srcs[s] + off);
         for (int u = 0; u < kUnroll; ++u) {
-          acc[u] = Op::apply(acc[u], __builtin_bit_cast(Vec<A>, load<T>(srcs[s] + off + u * kStoreBytes)));
+          acc[u] = Op::apply(acc[u],
+                             __builtin_bit_cast(Vec<A>, load<T>(srcs[s] + off + u * kStoreBytes)));
         }
       }
       for (int u = 0; u < kUnroll; ++u) put<kStream>(dst + off + u * kStoreBytes, finish(acc[u]));
     }
     for (; v < vectors; ++v, off += kStoreBytes) put<kStream>(dst + off, finish(combine(off)));
+  }
+
+  // With many sources the hardware prefetchers fall behind; ask for the lines this iteration
+  // will need kPrefetchAhead bytes from now, one request per cache line.
+  static void prefetch(const unsigned char* p) {
+    for (size_t line = 0; line < kUnroll * kStoreBytes; line += 64) {
+      __builtin_prefetch(p + kPrefetchAhead + line, 0, 0);
+    }
   }
 
   template <bool kStream>

@@ -2,11 +2,11 @@
 
 #include <unistd.h>
 
+#include <strings.h>
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
-#include <strings.h>
 
 #include "common/settings.h"
 
@@ -41,15 +41,19 @@ Level level() {
   Level parsed = Level::kWarn;
   std::string text = settings::rawValue(settings::Id::kLogLevel);
   if (!parseLevel(text.c_str(), &parsed)) {
-    std::fprintf(stderr, "[libreduce] LIBREDUCE_LOG_LEVEL=%s is not one of "
-                 "none/error/warn/info/debug/trace; using warn\n", text.c_str());
+    std::fprintf(stderr,
+                 "[libreduce] LIBREDUCE_LOG_LEVEL=%s is not one of "
+                 "none/error/warn/info/debug/trace; using warn\n",
+                 text.c_str());
     parsed = Level::kWarn;
   }
   g_level.store(static_cast<int>(parsed), std::memory_order_relaxed);
   return parsed;
 }
 
-void setLevel(Level level) { g_level.store(static_cast<int>(level), std::memory_order_relaxed); }
+void setLevel(Level level) {
+  g_level.store(static_cast<int>(level), std::memory_order_relaxed);
+}
 
 void write(Level lvl, const char* file, int line, const char* fmt, ...) {
   static char host[64] = "";

@@ -21,10 +21,10 @@ void write(Level level, const char* file, int line, const char* fmt, ...)
 
 }  // namespace rd::log
 
-#define RD_LOG_AT(lvl, ...)                                                   \
-  do {                                                                        \
-    if (static_cast<int>(lvl) <= static_cast<int>(::rd::log::level()))        \
-      ::rd::log::write(lvl, __FILE__, __LINE__, __VA_ARGS__);                 \
+#define RD_LOG_AT(lvl, ...)                                            \
+  do {                                                                 \
+    if (static_cast<int>(lvl) <= static_cast<int>(::rd::log::level())) \
+      ::rd::log::write(lvl, __FILE__, __LINE__, __VA_ARGS__);          \
   } while (0)
 #define RD_LOG_ERROR(...) RD_LOG_AT(::rd::log::Level::kError, __VA_ARGS__)
 #define RD_LOG_WARN(...) RD_LOG_AT(::rd::log::Level::kWarn, __VA_ARGS__)

@@ -20,8 +20,8 @@ constexpr Setting kTable[] = {
     {Id::kKernelThreads, "kernel_threads", "LIBREDUCE_KERNEL_THREADS", Kind::kInt, "0", "0..256",
      "Threads one large CPU reduction may use (the caller included); 0 = one per online CPU, "
      "at most 8."},
-    {Id::kKernelSplitBytes, "kernel_split_bytes", "LIBREDUCE_KERNEL_SPLIT_BYTES", Kind::kSize,
-     "1M", "4K..",
+    {Id::kKernelSplitBytes, "kernel_split_bytes", "LIBREDUCE_KERNEL_SPLIT_BYTES", Kind::kSize, "1M",
+     "4K..",
      "A CPU reduction is split across threads only in parts of at least this many destination "
      "bytes."},
     {Id::kKernelStreamBytes, "kernel_stream_bytes", "LIBREDUCE_KERNEL_STREAM_BYTES", Kind::kSize,
@@ -51,16 +51,19 @@ void parseRange(const char* allowed, bool size, int64_t* lo, int64_t* hi) {
 }
 
 rdResult_t rangeError(const Setting& s, const std::string& value) {
-  return setErrorf(rdInvalidArgument, "%s=%s is not valid: expected %s in %s", s.env,
-                   value.c_str(), s.kind == Kind::kSize ? "a size (e.g. 512K, 4M)" : "an integer",
-                   s.allowed);
+  return setErrorf(rdInvalidArgument, "%s=%s is not valid: expected %s in %s", s.env, value.c_str(),
+                   s.kind == Kind::kSize ? "a size (e.g. 512K, 4M)" : "an integer", s.allowed);
 }
 
 }  // namespace
 
-std::span<const Setting> all() { return kTable; }
+std::span<const Setting> all() {
+  return kTable;
+}
 
-const Setting& info(Id id) { return kTable[static_cast<int>(id)]; }
+const Setting& info(Id id) {
+  return kTable[static_cast<int>(id)];
+}
 
 bool isSetInEnv(Id id) {
   const char* v = std::getenv(info(id).env);
@@ -84,11 +87,16 @@ bool parseSize(const std::string& text, uint64_t* out) {
   if (!suffix.empty() && suffix.back() == 'b') suffix.pop_back();  // "64kb", "1mib"
   if (!suffix.empty() && suffix.back() == 'i') suffix.pop_back();
   int shift = 0;
-  if (suffix == "k") shift = 10;
-  else if (suffix == "m") shift = 20;
-  else if (suffix == "g") shift = 30;
-  else if (suffix == "t") shift = 40;
-  else if (!suffix.empty()) return false;
+  if (suffix == "k")
+    shift = 10;
+  else if (suffix == "m")
+    shift = 20;
+  else if (suffix == "g")
+    shift = 30;
+  else if (suffix == "t")
+    shift = 40;
+  else if (!suffix.empty())
+    return false;
   if (shift != 0 && v > (UINT64_MAX >> shift)) return false;
   *out = static_cast<uint64_t>(v) << shift;
   return true;

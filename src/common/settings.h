@@ -24,8 +24,8 @@ enum class Kind { kString, kInt, kSize, kChoice };
 
 struct Setting {
   Id id;
-  const char* name;           // short name, e.g. "kernel_threads"
-  const char* env;            // environment variable, e.g. "LIBREDUCE_KERNEL_THREADS"
+  const char* name;  // short name, e.g. "kernel_threads"
+  const char* env;   // environment variable, e.g. "LIBREDUCE_KERNEL_THREADS"
   Kind kind;
   const char* default_value;  // as text, parsed like an environment value
   const char* allowed;        // choices "a|b|c" (kChoice), a range "0..1024", or "" for any

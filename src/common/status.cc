@@ -25,9 +25,13 @@ rdResult_t setErrorf(rdResult_t status, const char* fmt, ...) {
   return setError(status, buf);
 }
 
-const std::string& lastError() { return t_last_error; }
+const std::string& lastError() {
+  return t_last_error;
+}
 
-void clearLastError() { t_last_error.clear(); }
+void clearLastError() {
+  t_last_error.clear();
+}
 
 }  // namespace rd
 
@@ -54,7 +58,9 @@ const char* rdGetErrorString(rdResult_t result) {
   return "unknown status";
 }
 
-const char* rdGetLastError(void) { return rd::lastError().c_str(); }
+const char* rdGetLastError(void) {
+  return rd::lastError().c_str();
+}
 
 rdResult_t rdGetVersion(int* version) {
   if (version == nullptr) return rd::setError(rdInvalidArgument, "rdGetVersion: version is NULL");

@@ -67,8 +67,10 @@ void ThreadPool::parallelFor(int parts, const std::function<void(int)>& fn) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (int i = 0; i < invite; ++i) queue_.push_back(&job);
   }
-  if (invite == 1) wake_.notify_one();
-  else wake_.notify_all();
+  if (invite == 1)
+    wake_.notify_one();
+  else
+    wake_.notify_all();
   runParts(&job);
   {
     // Withdraw invitations no helper has taken yet: their parts are already done.

@@ -49,8 +49,10 @@ void printBuild() {
   std::printf("  %-18s %s\n", "compiler", LIBREDUCE_CXX_COMPILER);
   std::printf("  %-18s %s\n", "sanitizers", LIBREDUCE_SANITIZE[0] ? LIBREDUCE_SANITIZE : "none");
   std::printf("  %-18s %s", "CUDA kernels", LIBREDUCE_HAVE_CUDA ? "yes" : "no");
-  if (LIBREDUCE_HAVE_CUDA) std::printf(" (architectures %s)", LIBREDUCE_CUDA_ARCHITECTURES);
-  else std::printf(" (%s)", LIBREDUCE_CUDA_STATUS);
+  if (LIBREDUCE_HAVE_CUDA)
+    std::printf(" (architectures %s)", LIBREDUCE_CUDA_ARCHITECTURES);
+  else
+    std::printf(" (%s)", LIBREDUCE_CUDA_STATUS);
   std::printf("\n  %-18s %s (%s)\n", "UCX", LIBREDUCE_HAVE_UCX ? LIBREDUCE_UCX_VERSION : "no",
               LIBREDUCE_UCX_STATUS);
   std::printf("  %-18s %s (%s)\n", "hwloc", LIBREDUCE_HAVE_HWLOC ? LIBREDUCE_HWLOC_VERSION : "no",
@@ -70,7 +72,8 @@ void printKernels() {
   }
   cpu::Options o;
   if (cpu::configuredOptions(&o) == rdSuccess) {
-    std::printf("\n  %-18s %s\n  %-18s %d\n", "selected", cpu::isaName(o.isa), "threads", o.threads);
+    std::printf("\n  %-18s %s\n  %-18s %d\n", "selected", cpu::isaName(o.isa), "threads",
+                o.threads);
   } else {
     std::printf("\n  %-18s ERROR: %s\n", "selected", rd::lastError().c_str());
   }
@@ -81,11 +84,16 @@ void printKernels() {
 
 void printSettings(bool markdown) {
   if (markdown) {
-    std::printf("| Setting | Environment variable | Default | Allowed | Description |\n"
-                "|---|---|---|---|---|\n");
+    std::printf(
+        "| Setting | Environment variable | Default | Allowed | Description |\n"
+        "|---|---|---|---|---|\n");
     for (const Setting& s : rd::settings::all()) {
+      std::string allowed = s.allowed[0] ? s.allowed : "any";
+      for (size_t at = allowed.find('|'); at != std::string::npos; at = allowed.find('|', at + 2)) {
+        allowed.replace(at, 1, "\\|");  // a bare '|' would end the table cell
+      }
       std::printf("| %s | `%s` | `%s` | %s | %s |\n", s.name, s.env, s.default_value,
-                  s.allowed[0] ? s.allowed : "any", s.description);
+                  allowed.c_str(), s.description);
     }
     return;
   }
