@@ -44,7 +44,7 @@ endif()
 rd_resolve_option(LIBREDUCE_WITH_CUDA ${_cuda_found} "no CUDA compiler (nvcc) found")
 if(LIBREDUCE_WITH_CUDA_ENABLED)
   set(CMAKE_CUDA_ARCHITECTURES ${LIBREDUCE_CUDA_ARCHITECTURES})
-  set(CMAKE_CUDA_STANDARD 20)
+  set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no C++20 flag for nvcc
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
