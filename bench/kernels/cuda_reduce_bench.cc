@@ -20,13 +20,13 @@ namespace {
 
 using rd::kernels::ReduceArgs;
 
-#define CUDA_OK(call)                                                                \
-  do {                                                                               \
-    cudaError_t e_ = (call);                                                         \
-    if (e_ != cudaSuccess) {                                                         \
+#define CUDA_OK(call)                                                                            \
+  do {                                                                                           \
+    cudaError_t e_ = (call);                                                                     \
+    if (e_ != cudaSuccess) {                                                                     \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                  \
-    }                                                                                \
+      std::exit(1);                                                                              \
+    }                                                                                            \
   } while (0)
 
 // Median time in ms of `iters` runs of fn, timed with events on the default stream.
@@ -56,7 +56,8 @@ float medianMs(int iters, Fn fn) {
 void fillHost(std::vector<unsigned char>& buf, rdDataType_t dtype, int seed) {
   const size_t esize = rdDataTypeSize(dtype), count = buf.size() / esize;
   for (size_t i = 0; i < count; ++i) {
-    float v = static_cast<float>(static_cast<int>((i * 7 + static_cast<size_t>(seed) * 3) % 15) - 7);
+    float v =
+        static_cast<float>(static_cast<int>((i * 7 + static_cast<size_t>(seed) * 3) % 15) - 7);
     uint32_t bits;
     std::memcpy(&bits, &v, 4);
     if (dtype == rdFloat32) {
@@ -81,11 +82,13 @@ int main(int argc, char** argv) {
   size_t mib = 256;
   int iters = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--mib-per-source") == 0) mib = std::strtoull(argv[i + 1], nullptr, 10);
+    if (std::strcmp(argv[i], "--mib-per-source") == 0)
+      mib = std::strtoull(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--iters") == 0) iters = std::atoi(argv[i + 1]);
   }
   if (rd::kernels::cuda::deviceCount() == 0) {
-    std::printf("no CUDA device: %s; nothing to measure\n", rd::kernels::cuda::describeDevices().c_str());
+    std::printf("no CUDA device: %s; nothing to measure\n",
+                rd::kernels::cuda::describeDevices().c_str());
     return 0;
   }
   std::printf("device %s\n", rd::kernels::cuda::describeDevices().c_str());
@@ -96,10 +99,12 @@ int main(int argc, char** argv) {
   void* dst = nullptr;
   CUDA_OK(cudaMalloc(&dst, bytes));
 
-  const float copy_ms = medianMs(iters, [&] { CUDA_OK(cudaMemcpy(dst, dev[0], bytes, cudaMemcpyDeviceToDevice)); });
+  const float copy_ms =
+      medianMs(iters, [&] { CUDA_OK(cudaMemcpy(dst, dev[0], bytes, cudaMemcpyDeviceToDevice)); });
   const double copy_gbps = 2.0 * static_cast<double>(bytes) / (copy_ms * 1e6);
   std::printf("cudaMemcpy D2D %zu MiB: %.3f ms, %.1f GB/s moved\n\n", mib, copy_ms, copy_gbps);
-  std::printf("%-9s %3s %10s %14s %8s %8s\n", "dtype", "N", "time(ms)", "moved(GB/s)", "ratio", "#wrong");
+  std::printf("%-9s %3s %10s %14s %8s %8s\n", "dtype", "N", "time(ms)", "moved(GB/s)", "ratio",
+              "#wrong");
 
   size_t total_wrong = 0, below_bar = 0;
   std::vector<std::vector<unsigned char>> host(kMaxN, std::vector<unsigned char>(bytes));
@@ -129,13 +134,15 @@ int main(int argc, char** argv) {
       rd::kernels::cpu::reduce(ref);
       size_t wrong = 0;
       const size_t esize = rdDataTypeSize(dtype);
-      for (size_t i = 0; i < args.count; ++i) wrong += std::memcmp(&got[i * esize], &want[i * esize], esize) != 0;
+      for (size_t i = 0; i < args.count; ++i)
+        wrong += std::memcmp(&got[i * esize], &want[i * esize], esize) != 0;
       total_wrong += wrong;
       const float ms = medianMs(iters, [&] { rd::kernels::cuda::reduce(args, nullptr); });
       const double gbps = (n + 1.0) * static_cast<double>(bytes) / (ms * 1e6);
       const double ratio = gbps / copy_gbps;
       below_bar += ratio < 0.8;
-      std::printf("%-9s %3d %10.3f %14.1f %8.2f %8zu\n", rdDataTypeName(dtype), n, ms, gbps, ratio, wrong);
+      std::printf("%-9s %3d %10.3f %14.1f %8.2f %8zu\n", rdDataTypeName(dtype), n, ms, gbps, ratio,
+                  wrong);
     }
   }
   std::printf("\n%s: %zu wrong elements; %zu configurations below 80%% of cudaMemcpy\n",

@@ -56,9 +56,18 @@ template <class C>
 struct Arith {  // integer sum/prod run unsigned so that overflow wraps
   using type = C;
 };
-template <> struct Arith<int8_t> { using type = uint8_t; };
-template <> struct Arith<int32_t> { using type = uint32_t; };
-template <> struct Arith<int64_t> { using type = uint64_t; };
+template <>
+struct Arith<int8_t> {
+  using type = uint8_t;
+};
+template <>
+struct Arith<int32_t> {
+  using type = uint32_t;
+};
+template <>
+struct Arith<int64_t> {
+  using type = uint64_t;
+};
 
 template <class C>
 __device__ bool isNan(C v) {
@@ -81,17 +90,33 @@ struct Prod {
 };
 struct Min {
   template <class C>
-  __device__ static C apply(C a, C b) { return isNan(a) ? a : (a < b ? a : b); }
+  __device__ static C apply(C a, C b) {
+    return isNan(a) ? a : (a < b ? a : b);
+  }
 };
 struct Max {
   template <class C>
-  __device__ static C apply(C a, C b) { return isNan(a) ? a : (a > b ? a : b); }
+  __device__ static C apply(C a, C b) {
+    return isNan(a) ? a : (a > b ? a : b);
+  }
 };
 // float and half types are float/double; Sum and Prod above must not wrap those.
-template <> __device__ float Sum::apply<float>(float a, float b) { return a + b; }
-template <> __device__ double Sum::apply<double>(double a, double b) { return a + b; }
-template <> __device__ float Prod::apply<float>(float a, float b) { return a * b; }
-template <> __device__ double Prod::apply<double>(double a, double b) { return a * b; }
+template <>
+__device__ float Sum::apply<float>(float a, float b) {
+  return a + b;
+}
+template <>
+__device__ double Sum::apply<double>(double a, double b) {
+  return a + b;
+}
+template <>
+__device__ float Prod::apply<float>(float a, float b) {
+  return a * b;
+}
+template <>
+__device__ double Prod::apply<double>(double a, double b) {
+  return a * b;
+}
 
 template <class C>
 __device__ C finishAvg(C v, uint64_t divisor) {
@@ -123,7 +148,8 @@ __global__ void reducePacks(Params p, size_t packs) {
   using C = typename Elem<T>::Compute;
   constexpr int kPer = 16 / sizeof(S);
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t k = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; k < packs; k += stride) {
+  for (size_t k = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; k < packs;
+       k += stride) {
     union Pack {
       uint4 raw;
       S v[kPer];
@@ -175,11 +201,13 @@ rdResult_t launch(const Params& p, cudaStream_t stream) {
   using S = typename Elem<T>::Storage;
   constexpr int kThreads = 256;
   bool aligned = reinterpret_cast<uintptr_t>(p.dst) % 16 == 0;
-  for (int s = 0; s < p.nsrcs; ++s) aligned = aligned && reinterpret_cast<uintptr_t>(p.srcs[s]) % 16 == 0;
+  for (int s = 0; s < p.nsrcs; ++s)
+    aligned = aligned && reinterpret_cast<uintptr_t>(p.srcs[s]) % 16 == 0;
   size_t first = 0;
   if (aligned) {
     const size_t packs = p.count * sizeof(S) / 16;
-    if (packs != 0) reducePacks<T, Op><<<blocksFor(packs, kThreads), kThreads, 0, stream>>>(p, packs);
+    if (packs != 0)
+      reducePacks<T, Op><<<blocksFor(packs, kThreads), kThreads, 0, stream>>>(p, packs);
     first = packs * 16 / sizeof(S);
   }
   if (first < p.count) {

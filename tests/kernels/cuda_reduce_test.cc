@@ -43,7 +43,8 @@ void expectMatches(Buffers& host, int n, size_t count, rdDataType_t dtype, rdRed
   std::vector<const void*> ptrs;
   for (int s = 0; s < n; ++s) {
     dev_srcs.emplace_back(bytes);
-    ASSERT_EQ(cudaMemcpy(dev_srcs.back().at(offset), host.srcs[s], bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dev_srcs.back().at(offset), host.srcs[s], bytes, cudaMemcpyHostToDevice),
+              cudaSuccess);
     ptrs.push_back(dev_srcs.back().at(offset));
   }
   DeviceBuffer dst(bytes);
@@ -70,13 +71,14 @@ void expectMatches(Buffers& host, int n, size_t count, rdDataType_t dtype, rdRed
 }
 
 std::string describe(rdDataType_t t, rdRedOp_t op, size_t count, int n) {
-  return std::string(rdDataTypeName(t)) + " " + rdRedOpName(op) + " count=" + std::to_string(count) +
-         " nsrcs=" + std::to_string(n);
+  return std::string(rdDataTypeName(t)) + " " + rdRedOpName(op) +
+         " count=" + std::to_string(count) + " nsrcs=" + std::to_string(n);
 }
 
 TEST_F(CudaKernel, EveryTypeOpCountAndSourceCountMatchesReference) {
   for (rdDataType_t dtype : kAllTypes) {
-    for (size_t count : {size_t{0}, size_t{1}, size_t{3}, size_t{31}, size_t{1000}, size_t{(1u << 20) + 3}}) {
+    for (size_t count :
+         {size_t{0}, size_t{1}, size_t{3}, size_t{31}, size_t{1000}, size_t{(1u << 20) + 3}}) {
       for (int n : {1, 2, 3, 8, 17}) {
         Buffers host(n, count, dtype);
         for (int s = 0; s < n; ++s) fillRandom(host.src(s), count, dtype, 31 * dtype + s);
@@ -100,10 +102,12 @@ TEST_F(CudaKernel, MisalignedPointersAndAvgOptions) {
     }
     ReduceArgs divisor;
     divisor.avg_divisor = 10;
-    expectMatches(host, 4, count, dtype, rdAvg, 0, divisor, describe(dtype, rdAvg, count, 4) + " divisor 10");
+    expectMatches(host, 4, count, dtype, rdAvg, 0, divisor,
+                  describe(dtype, rdAvg, count, 4) + " divisor 10");
     ReduceArgs deferred;
     deferred.finalize_avg = false;
-    expectMatches(host, 4, count, dtype, rdAvg, 0, deferred, describe(dtype, rdAvg, count, 4) + " deferred");
+    expectMatches(host, 4, count, dtype, rdAvg, 0, deferred,
+                  describe(dtype, rdAvg, count, 4) + " deferred");
   }
 }
 
@@ -112,9 +116,11 @@ TEST_F(CudaKernel, NanPropagatesAndDestinationMayAliasASource) {
     const size_t count = 4099;
     Buffers host(3, count, dtype);
     for (int s = 0; s < 3; ++s) fillRandom(host.src(s), count, dtype, 3 + s);
-    for (size_t i = 0; i < count; i += 7) putFloat(host.src(1), i, dtype, std::numeric_limits<double>::quiet_NaN());
+    for (size_t i = 0; i < count; i += 7)
+      putFloat(host.src(1), i, dtype, std::numeric_limits<double>::quiet_NaN());
     for (rdRedOp_t op : kAllOps) {
-      expectMatches(host, 3, count, dtype, op, 0, ReduceArgs{}, describe(dtype, op, count, 3) + " NaN");
+      expectMatches(host, 3, count, dtype, op, 0, ReduceArgs{},
+                    describe(dtype, op, count, 3) + " NaN");
     }
     // In place: dst is source 0 on the device.
     const size_t bytes = count * rdDataTypeSize(dtype);
@@ -133,7 +139,8 @@ TEST_F(CudaKernel, NanPropagatesAndDestinationMayAliasASource) {
     ASSERT_EQ(cudaMemcpy(got.data(), a.ptr, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
     const void* host_ptrs[] = {host.srcs[0], host.srcs[2]};
     refReduce(host_ptrs, 2, want.data(), count, dtype, rdSum, 2);
-    for (size_t i = 0; i < count; ++i) ASSERT_TRUE(sameElement(got.data(), want.data(), i, dtype)) << i;
+    for (size_t i = 0; i < count; ++i)
+      ASSERT_TRUE(sameElement(got.data(), want.data(), i, dtype)) << i;
   }
 }
 
