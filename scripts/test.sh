@@ -36,7 +36,9 @@ run_ctest() {  # run_ctest LABEL BUILD_DIR [ctest args...]
   ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900 "$@" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   set -e
-  summaries+=("$label: $(grep -E 'tests passed|tests failed' "$log" | tail -1)")
+  local skipped
+  skipped=$(grep -c -E '^[[:space:]]*[0-9]+ - .*\(Skipped\)$' "$log" || true)
+  summaries+=("$label: $(grep -E 'tests passed|tests failed' "$log" | tail -1) ($skipped skipped)")
   rm -f "$log"
   return "$rc"
 }
@@ -57,7 +59,17 @@ fi
 echo
 printf '%s\n' "${summaries[@]}"
 # One closing line with the totals of every CTest run above.
-printf '%s\n' "${summaries[@]}" | awk '
-  match($0, /([0-9]+) tests failed out of ([0-9]+)/, m) { failed += m[1]; total += m[2] }
-  END { printf "test.sh: %d passed, %d failed\n", total - failed, failed }'
+passed=0
+failed=0
+skipped=0
+for line in "${summaries[@]}"; do
+  if [[ $line =~ ([0-9]+)\ tests\ failed\ out\ of\ ([0-9]+)\ \(([0-9]+)\ skipped ]]; then
+    failed=$((failed + BASH_REMATCH[1]))
+    skipped=$((skipped + BASH_REMATCH[3]))
+    passed=$((passed + BASH_REMATCH[2] - BASH_REMATCH[1] - BASH_REMATCH[3]))
+  else
+    status=1  # a CTest run that printed no summary did not finish
+  fi
+done
+echo "test.sh: $passed passed, $failed failed, $skipped skipped"
 exit "$status"
