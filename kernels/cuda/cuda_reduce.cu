@@ -1,12 +1,26 @@
-// CUDA reduction kernels. Same rules as the CPU kernels, bit for bit: sources combine in index
-// order, half types accumulate in float and round once (round to nearest even), integer
-// sum/prod wrap, min/max propagate NaN, avg multiplies by 1/divisor (integers divide).
-// Built with -fmad=false so no multiply-add is fused behind the CPU's back.
+// CUDA reduction kernels, bit for bit the CPU kernels' results (kernels/cpu/reduce_body.inl):
+// sources combine in index order, half types accumulate in float and round once (to nearest
+// even), integer sum/prod wrap, min/max propagate NaN from either side, avg multiplies by
+// 1/divisor computed in the accumulation type (integers divide, truncating toward zero).
+//
+// Floating arithmetic goes through the __fadd_rn/__fmul_rn family, which the compiler never
+// contracts into a fused multiply-add; CMake also passes -fmad=false as a second guard.
+//
+// Memory access, per call:
+// - every pointer at the same offset modulo 16 (the usual case: cudaMalloc'd buffers, chunks
+//   at element offsets that are multiples of 16 bytes): a few head elements one by one, then
+//   16-byte loads and stores, then a few tail elements;
+// - otherwise each element on its own, with natural loads, or byte loads where a pointer is not
+//   even aligned to the element size (the interface allows any alignment; the GPU faults on
+//   misaligned loads).
+// Each thread keeps kUnroll units per source in flight, over a grid-stride loop sized to fill
+// the device once.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 #include "common/status.h"
 #include "cuda/cuda_reduce.h"
@@ -14,18 +28,27 @@
 namespace rd::kernels::cuda {
 namespace {
 
+constexpr int kThreads = 256;
+// Units per source in flight per thread: 4 x 16 B hides HBM latency at the occupancy these
+// kernels reach; int8 vectors (16 accumulators each) take 2 to stay near 64 registers.
+template <class S>
+constexpr int kUnroll = sizeof(S) == 1 ? 2 : 4;
+constexpr size_t kVecBytes = 16;
+
 struct Params {
   const unsigned char* srcs[kMaxSources];
   unsigned char* dst;
-  size_t count;
-  uint64_t divisor;  // != 0: avg
+  size_t head;       // elements before the first unit, reduced one by one
+  size_t units;      // access units in the bulk (16-byte vectors or single elements)
+  size_t tail;       // elements after the last unit, reduced one by one
+  uint64_t divisor;  // != 0: finish rdAvg by dividing by this
   int nsrcs;
 };
 
+// ---- Element types: storage in memory, the type arithmetic runs in, and the conversions.
 struct Fp16 {};
 struct Bf16 {};
 
-// Storage type, compute type and conversions of each element type.
 template <class T>
 struct Elem {
   using Storage = T;
@@ -34,242 +57,378 @@ struct Elem {
   __device__ static T out(T v) { return v; }
 };
 template <>
-struct Elem<Fp16> {
+struct Elem<Fp16> {  // hardware conversions: exact widening; RNE narrowing with subnormals
   using Storage = uint16_t;
   using Compute = float;
   __device__ static float in(uint16_t h) { return __half2float(__ushort_as_half(h)); }
   __device__ static uint16_t out(float f) { return __half_as_ushort(__float2half_rn(f)); }
 };
 template <>
-struct Elem<Bf16> {
+struct Elem<Bf16> {  // the CPU kernels' own rounding, so that the bits agree by construction
   using Storage = uint16_t;
   using Compute = float;
   __device__ static float in(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
-  __device__ static uint16_t out(float f) {  // the CPU kernels' rounding, NaN kept quiet
-    uint32_t u = __float_as_uint(f);
+  __device__ static uint16_t out(float f) {
+    const uint32_t u = __float_as_uint(f);
     if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
     return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
   }
 };
 
+// ---- Operators. Integer sum/prod run on the unsigned type so that overflow wraps (no UB).
 template <class C>
-struct Arith {  // integer sum/prod run unsigned so that overflow wraps
+struct Wrap {
   using type = C;
 };
 template <>
-struct Arith<int8_t> {
+struct Wrap<int8_t> {
   using type = uint8_t;
 };
 template <>
-struct Arith<int32_t> {
+struct Wrap<int32_t> {
   using type = uint32_t;
 };
 template <>
-struct Arith<int64_t> {
+struct Wrap<int64_t> {
   using type = uint64_t;
 };
 
 template <class C>
+__device__ C add(C a, C b) {
+  using A = typename Wrap<C>::type;
+  return static_cast<C>(static_cast<A>(static_cast<A>(a) + static_cast<A>(b)));
+}
+template <class C>
+__device__ C mul(C a, C b) {
+  using A = typename Wrap<C>::type;
+  return static_cast<C>(static_cast<A>(static_cast<A>(a) * static_cast<A>(b)));
+}
+// The non-template overloads win for float and double: IEEE round-to-nearest, never fused.
+__device__ float add(float a, float b) {
+  return __fadd_rn(a, b);
+}
+__device__ double add(double a, double b) {
+  return __dadd_rn(a, b);
+}
+__device__ float mul(float a, float b) {
+  return __fmul_rn(a, b);
+}
+__device__ double mul(double a, double b) {
+  return __dmul_rn(a, b);
+}
+
+template <class C>
+constexpr bool kIsFloat = static_cast<C>(0.5) != static_cast<C>(0);
+
+template <class C>
 __device__ bool isNan(C v) {
-  return v != v;  // false for every integer
+  if constexpr (kIsFloat<C>) {
+    return v != v;
+  } else {
+    return false;
+  }
 }
 
 struct Sum {
   template <class C>
   __device__ static C apply(C a, C b) {
-    using A = typename Arith<C>::type;
-    return static_cast<C>(static_cast<A>(static_cast<A>(a) + static_cast<A>(b)));
+    return add(a, b);
   }
 };
 struct Prod {
   template <class C>
   __device__ static C apply(C a, C b) {
-    using A = typename Arith<C>::type;
-    return static_cast<C>(static_cast<A>(static_cast<A>(a) * static_cast<A>(b)));
+    return mul(a, b);
   }
 };
+// The CPU's x86 min/max (a < b ? a : b, so b when b is NaN), made to propagate a NaN in a too.
+// Not fminf/fmaxf: those drop NaN. Equal values (+0/-0) give b, the later source.
 struct Min {
   template <class C>
   __device__ static C apply(C a, C b) {
-    return isNan(a) ? a : (a < b ? a : b);
+    const C r = a < b ? a : b;
+    return isNan(a) ? a : r;
   }
 };
 struct Max {
   template <class C>
   __device__ static C apply(C a, C b) {
-    return isNan(a) ? a : (a > b ? a : b);
+    const C r = a > b ? a : b;
+    return isNan(a) ? a : r;
   }
 };
-// float and half types are float/double; Sum and Prod above must not wrap those.
-template <>
-__device__ float Sum::apply<float>(float a, float b) {
-  return a + b;
-}
-template <>
-__device__ double Sum::apply<double>(double a, double b) {
-  return a + b;
-}
-template <>
-__device__ float Prod::apply<float>(float a, float b) {
-  return a * b;
-}
-template <>
-__device__ double Prod::apply<double>(double a, double b) {
-  return a * b;
-}
 
+// The avg step, set up once per thread: the reciprocal is one IEEE division.
 template <class C>
-__device__ C finishAvg(C v, uint64_t divisor) {
-  if constexpr (static_cast<C>(0.5) != static_cast<C>(0)) {
-    return v * (static_cast<C>(1) / static_cast<C>(divisor));
-  } else if constexpr (static_cast<C>(-1) < 0) {
-    return static_cast<C>(static_cast<int64_t>(v) / static_cast<int64_t>(divisor));
-  } else {
-    return static_cast<C>(static_cast<uint64_t>(v) / divisor);
+struct Finish {
+  uint64_t divisor;
+  C recip;
+  __device__ explicit Finish(uint64_t d) : divisor(d), recip(0) {
+    if constexpr (sizeof(C) == 4 && kIsFloat<C>) {
+      if (d != 0) recip = __fdiv_rn(1.0f, static_cast<float>(d));
+    } else if constexpr (kIsFloat<C>) {
+      if (d != 0) recip = __ddiv_rn(1.0, static_cast<double>(d));
+    }
   }
-}
+  __device__ C apply(C v) const {
+    if (divisor == 0) return v;
+    if constexpr (kIsFloat<C>) {
+      return mul(v, recip);
+    } else if constexpr (sizeof(C) <= 4) {
+      // Same quotient as the 64-bit division when both fit in 32 bits, and far cheaper.
+      if (divisor <= 0x7FFFFFFFu) {
+        if constexpr (static_cast<C>(-1) < 0) {
+          return static_cast<C>(static_cast<int32_t>(v) / static_cast<int32_t>(divisor));
+        } else {
+          return static_cast<C>(static_cast<uint32_t>(v) / static_cast<uint32_t>(divisor));
+        }
+      }
+      return divide64(v);
+    } else {
+      return divide64(v);
+    }
+  }
+  __device__ C divide64(C v) const {
+    if constexpr (static_cast<C>(-1) < 0) {
+      return static_cast<C>(static_cast<int64_t>(v) / static_cast<int64_t>(divisor));
+    } else {
+      return static_cast<C>(static_cast<uint64_t>(v) / divisor);
+    }
+  }
+};
 
-template <class T, class Op>
-__device__ typename Elem<T>::Storage reduceOne(const Params& p, size_t i) {
+// ---- How one unit (a 16-byte vector or one element) is read and written. `base` is the
+// pointer plus the head bytes; `unit` counts units from there.
+template <class S>
+struct VecAccess {
+  static constexpr int kPer = static_cast<int>(kVecBytes / sizeof(S));
+  using Raw = uint4;
+  __device__ static Raw load(const unsigned char* base, size_t unit) {
+    return reinterpret_cast<const uint4*>(base)[unit];
+  }
+  __device__ static void store(unsigned char* base, size_t unit, Raw r) {
+    reinterpret_cast<uint4*>(base)[unit] = r;
+  }
+};
+template <class S>
+struct ElemAccess {  // pointers aligned to the element size
+  static constexpr int kPer = 1;
+  using Raw = S;
+  __device__ static Raw load(const unsigned char* base, size_t unit) {
+    return reinterpret_cast<const S*>(base)[unit];
+  }
+  __device__ static void store(unsigned char* base, size_t unit, Raw r) {
+    reinterpret_cast<S*>(base)[unit] = r;
+  }
+};
+template <class S>
+struct ByteAccess {  // some pointer not even aligned to the element size
+  static constexpr int kPer = 1;
+  using Raw = S;
+  __device__ static Raw load(const unsigned char* base, size_t unit) {
+    unsigned char b[sizeof(S)];
+#pragma unroll
+    for (size_t i = 0; i < sizeof(S); ++i) b[i] = base[unit * sizeof(S) + i];
+    S v;
+    memcpy(&v, b, sizeof v);
+    return v;
+  }
+  __device__ static void store(unsigned char* base, size_t unit, Raw r) {
+    unsigned char b[sizeof(S)];
+    memcpy(b, &r, sizeof r);
+#pragma unroll
+    for (size_t i = 0; i < sizeof(S); ++i) base[unit * sizeof(S) + i] = b[i];
+  }
+};
+
+// Reduces kN units k, k + stride, ...: all kN loads of one source are issued before any of
+// them is combined, so that they are in flight together.
+template <class T, class Op, class Access, int kN>
+__device__ __forceinline__ void reduceUnits(const Params& p, size_t offset, size_t k, size_t stride,
+                                            const Finish<typename Elem<T>::Compute>& fin) {
   using S = typename Elem<T>::Storage;
   using C = typename Elem<T>::Compute;
-  C acc = Elem<T>::in(reinterpret_cast<const S*>(p.srcs[0])[i]);
+  using Raw = typename Access::Raw;
+  constexpr int kPer = Access::kPer;
+  static_assert(sizeof(Raw) == kPer * sizeof(S), "a unit is a whole number of elements");
+  C acc[kN][kPer];
+  Raw raw[kN];
+#pragma unroll
+  for (int u = 0; u < kN; ++u) raw[u] = Access::load(p.srcs[0] + offset, k + u * stride);
+#pragma unroll
+  for (int u = 0; u < kN; ++u) {
+    S e[kPer];
+    memcpy(e, &raw[u], sizeof(Raw));
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) acc[u][j] = Elem<T>::in(e[j]);
+  }
   for (int s = 1; s < p.nsrcs; ++s) {
-    acc = Op::apply(acc, Elem<T>::in(reinterpret_cast<const S*>(p.srcs[s])[i]));
+    const unsigned char* src = p.srcs[s] + offset;
+#pragma unroll
+    for (int u = 0; u < kN; ++u) raw[u] = Access::load(src, k + u * stride);
+#pragma unroll
+    for (int u = 0; u < kN; ++u) {
+      S e[kPer];
+      memcpy(e, &raw[u], sizeof(Raw));
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) acc[u][j] = Op::apply(acc[u][j], Elem<T>::in(e[j]));
+    }
   }
-  if (p.divisor != 0) acc = finishAvg(acc, p.divisor);
-  return Elem<T>::out(acc);
+  // Loads of every source precede the store: dst may be one of the sources.
+#pragma unroll
+  for (int u = 0; u < kN; ++u) {
+    S e[kPer];
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) e[j] = Elem<T>::out(fin.apply(acc[u][j]));
+    Raw r;
+    memcpy(&r, e, sizeof(Raw));
+    Access::store(p.dst + offset, k + u * stride, r);
+  }
 }
 
-// 16-byte packs: every pointer is 16-byte aligned. One load per source per pack.
-template <class T, class Op>
-__global__ void reducePacks(Params p, size_t packs) {
+// __grid_constant__: the source table is read in place from the parameter bank, not copied to
+// local memory, although it is indexed at run time.
+template <class T, class Op, template <class> class Access>
+__global__ void __launch_bounds__(kThreads) reduceKernel(const __grid_constant__ Params p) {
   using S = typename Elem<T>::Storage;
-  using C = typename Elem<T>::Compute;
-  constexpr int kPer = 16 / sizeof(S);
+  using A = Access<S>;
+  const Finish<typename Elem<T>::Compute> fin(p.divisor);
+  const size_t offset = p.head * sizeof(S);
+  const size_t tid = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t k = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; k < packs;
-       k += stride) {
-    union Pack {
-      uint4 raw;
-      S v[kPer];
-    } in, out;
-    C acc[kPer];
-    in.raw = reinterpret_cast<const uint4*>(p.srcs[0])[k];
-#pragma unroll
-    for (int e = 0; e < kPer; ++e) acc[e] = Elem<T>::in(in.v[e]);
-    for (int s = 1; s < p.nsrcs; ++s) {
-      in.raw = reinterpret_cast<const uint4*>(p.srcs[s])[k];
-#pragma unroll
-      for (int e = 0; e < kPer; ++e) acc[e] = Op::apply(acc[e], Elem<T>::in(in.v[e]));
-    }
-#pragma unroll
-    for (int e = 0; e < kPer; ++e) {
-      out.v[e] = Elem<T>::out(p.divisor != 0 ? finishAvg(acc[e], p.divisor) : acc[e]);
-    }
-    reinterpret_cast<uint4*>(p.dst)[k] = out.raw;
+  constexpr int kN = kUnroll<S>;
+  size_t k = tid;
+  for (; k + (kN - 1) * stride < p.units; k += kN * stride) {
+    reduceUnits<T, Op, A, kN>(p, offset, k, stride, fin);
+  }
+  for (; k < p.units; k += stride) reduceUnits<T, Op, A, 1>(p, offset, k, stride, fin);
+  // Head and tail (at most 15 elements each) around the vectors; they share the vectors'
+  // offset modulo 16, so each is aligned to its element size.
+  if (tid < p.head + p.tail) {
+    const size_t i = tid < p.head ? tid : p.head + p.units * A::kPer + (tid - p.head);
+    reduceUnits<T, Op, ElemAccess<S>, 1>(p, 0, i, 0, fin);
   }
 }
 
-// Element by element from `first`: misaligned pointers and the tail after the packs.
-template <class T, class Op>
-__global__ void reduceElements(Params p, size_t first) {
-  using S = typename Elem<T>::Storage;
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = first + blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < p.count;
-       i += stride) {
-    reinterpret_cast<S*>(p.dst)[i] = reduceOne<T, Op>(p, i);
+int blocksPerSmFor(const void* kernel) {
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kThreads, 0) != cudaSuccess ||
+      n <= 0) {
+    cudaGetLastError();  // a failed query only costs the estimate
+    n = 4;
   }
+  return n;
 }
 
-int blocksFor(size_t items, int threads) {
-  static int sms = [] {
-    int device = 0, n = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-      n = 32;
-    }
-    return n;
-  }();
-  size_t want = (items + threads - 1) / threads;
-  size_t cap = static_cast<size_t>(sms) * 8;  // enough resident warps to saturate HBM
-  return static_cast<int>(want < cap ? (want == 0 ? 1 : want) : cap);
-}
-
-template <class T, class Op>
-rdResult_t launch(const Params& p, cudaStream_t stream) {
-  using S = typename Elem<T>::Storage;
-  constexpr int kThreads = 256;
-  bool aligned = reinterpret_cast<uintptr_t>(p.dst) % 16 == 0;
-  for (int s = 0; s < p.nsrcs; ++s)
-    aligned = aligned && reinterpret_cast<uintptr_t>(p.srcs[s]) % 16 == 0;
-  size_t first = 0;
-  if (aligned) {
-    const size_t packs = p.count * sizeof(S) / 16;
-    if (packs != 0)
-      reducePacks<T, Op><<<blocksFor(packs, kThreads), kThreads, 0, stream>>>(p, packs);
-    first = packs * 16 / sizeof(S);
+template <class T, class Op, template <class> class Access>
+rdResult_t launch(const Params& p, size_t work_items, cudaStream_t stream) {
+  auto* kernel = reduceKernel<T, Op, Access>;
+  // Occupancy depends on the kernel and the architecture, not on the call: asked once.
+  static const int blocks_per_sm = blocksPerSmFor(reinterpret_cast<const void*>(kernel));
+  int device = 0, sms = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) {
+    err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   }
-  if (first < p.count) {
-    reduceElements<T, Op><<<blocksFor(p.count - first, kThreads), kThreads, 0, stream>>>(p, first);
+  if (err == cudaSuccess) {
+    // One wave of resident blocks at most: the grid-stride loop covers the rest.
+    const size_t want = (work_items + kThreads - 1) / kThreads;
+    const size_t cap = static_cast<size_t>(sms) * static_cast<size_t>(blocks_per_sm);
+    const auto blocks = static_cast<unsigned>(want == 0 ? 1 : (want < cap ? want : cap));
+    void* kernel_args[] = {const_cast<Params*>(&p)};
+    err = cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(blocks), dim3(kThreads),
+                           kernel_args, 0, stream);
   }
-  cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) {
-    return setErrorf(rdCudaError, "CUDA reduce launch: %s", cudaGetErrorString(err));
+    cudaGetLastError();  // reported here; do not leave it for an unrelated later call
+    return setErrorf(rdCudaError, "CUDA reduce: %s (%s)", cudaGetErrorString(err),
+                     cudaGetErrorName(err));
   }
   return rdSuccess;
 }
 
+// Picks the memory access for these pointers and fills head/units/tail.
+template <class T, class Op>
+rdResult_t launchAccess(Params& p, size_t count, cudaStream_t stream) {
+  using S = typename Elem<T>::Storage;
+  constexpr size_t kPer = kVecBytes / sizeof(S);
+  const auto dst = reinterpret_cast<uintptr_t>(p.dst);
+  const uintptr_t mis = dst % kVecBytes;
+  bool same16 = mis % sizeof(S) == 0;
+  bool elem_aligned = dst % sizeof(S) == 0;
+  for (int s = 0; s < p.nsrcs; ++s) {
+    const auto src = reinterpret_cast<uintptr_t>(p.srcs[s]);
+    same16 = same16 && src % kVecBytes == mis;
+    elem_aligned = elem_aligned && src % sizeof(S) == 0;
+  }
+  if (same16) {
+    const size_t head = (kVecBytes - mis) % kVecBytes / sizeof(S);
+    p.head = head < count ? head : count;
+    p.units = (count - p.head) / kPer;
+    p.tail = count - p.head - p.units * kPer;
+    const size_t edges = p.head + p.tail;
+    return launch<T, Op, VecAccess>(p, p.units > edges ? p.units : edges, stream);
+  }
+  p.head = p.tail = 0;
+  p.units = count;
+  if constexpr (sizeof(S) > 1) {
+    if (!elem_aligned) return launch<T, Op, ByteAccess>(p, count, stream);
+  }
+  return launch<T, Op, ElemAccess>(p, count, stream);
+}
+
 template <class T>
-rdResult_t launchOp(rdRedOp_t op, const Params& p, cudaStream_t stream) {
+rdResult_t launchOp(rdRedOp_t op, Params& p, size_t count, cudaStream_t stream) {
   switch (op) {
     case rdSum:
-    case rdAvg: return launch<T, Sum>(p, stream);
-    case rdProd: return launch<T, Prod>(p, stream);
-    case rdMin: return launch<T, Min>(p, stream);
-    case rdMax: return launch<T, Max>(p, stream);
+    case rdAvg: return launchAccess<T, Sum>(p, count, stream);
+    case rdProd: return launchAccess<T, Prod>(p, count, stream);
+    case rdMin: return launchAccess<T, Min>(p, count, stream);
+    case rdMax: return launchAccess<T, Max>(p, count, stream);
     case rdNumRedOps: break;
   }
-  return setError(rdInvalidArgument, "CUDA reduce: invalid operator");
+  return setErrorf(rdInvalidArgument, "CUDA reduce: invalid operator %d", static_cast<int>(op));
 }
 
 }  // namespace
 
-rdResult_t reduce(const ReduceArgs& args, Stream stream) {
+rdResult_t reduce(const ReduceArgs& args, cudaStream_t stream) {
   rdResult_t status = validate(args);
   if (status != rdSuccess) return status;
   if (args.nsrcs > kMaxSources) {
-    return setErrorf(rdUnsupported, "CUDA reduce: %d sources, at most %d per call", args.nsrcs,
-                     kMaxSources);
+    return setErrorf(rdUnsupported,
+                     "CUDA reduce: %d sources, at most %d per call (reduce in steps with "
+                     "finalize_avg=false)",
+                     args.nsrcs, kMaxSources);
   }
   if (args.count == 0) return rdSuccess;
   Params p{};
   for (int s = 0; s < args.nsrcs; ++s) p.srcs[s] = static_cast<const unsigned char*>(args.srcs[s]);
   p.dst = static_cast<unsigned char*>(args.dst);
-  p.count = args.count;
   p.nsrcs = args.nsrcs;
   p.divisor = args.op == rdAvg && args.finalize_avg ? avgDivisor(args) : 0;
-  cudaStream_t s = stream;
+  const size_t n = args.count;
   switch (args.dtype) {
-    case rdInt8: return launchOp<int8_t>(args.op, p, s);
-    case rdUint8: return launchOp<uint8_t>(args.op, p, s);
-    case rdInt32: return launchOp<int32_t>(args.op, p, s);
-    case rdUint32: return launchOp<uint32_t>(args.op, p, s);
-    case rdInt64: return launchOp<int64_t>(args.op, p, s);
-    case rdUint64: return launchOp<uint64_t>(args.op, p, s);
-    case rdFloat16: return launchOp<Fp16>(args.op, p, s);
-    case rdFloat32: return launchOp<float>(args.op, p, s);
-    case rdFloat64: return launchOp<double>(args.op, p, s);
-    case rdBfloat16: return launchOp<Bf16>(args.op, p, s);
+    case rdInt8: return launchOp<int8_t>(args.op, p, n, stream);
+    case rdUint8: return launchOp<uint8_t>(args.op, p, n, stream);
+    case rdInt32: return launchOp<int32_t>(args.op, p, n, stream);
+    case rdUint32: return launchOp<uint32_t>(args.op, p, n, stream);
+    case rdInt64: return launchOp<int64_t>(args.op, p, n, stream);
+    case rdUint64: return launchOp<uint64_t>(args.op, p, n, stream);
+    case rdFloat16: return launchOp<Fp16>(args.op, p, n, stream);
+    case rdFloat32: return launchOp<float>(args.op, p, n, stream);
+    case rdFloat64: return launchOp<double>(args.op, p, n, stream);
+    case rdBfloat16: return launchOp<Bf16>(args.op, p, n, stream);
     case rdNumDataTypes: break;
   }
-  return setError(rdInvalidArgument, "CUDA reduce: invalid data type");
+  return setErrorf(rdInvalidArgument, "CUDA reduce: invalid data type %d",
+                   static_cast<int>(args.dtype));
 }
 
 int deviceCount() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // clear the error so later calls start clean
+    cudaGetLastError();  // no driver / no device: clear it so later CUDA calls start clean
     return 0;
   }
   return n;
@@ -277,19 +436,25 @@ int deviceCount() {
 
 std::string describeDevices() {
   int n = 0;
-  cudaError_t err = cudaGetDeviceCount(&n);
+  const cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
     cudaGetLastError();
     return std::string("no CUDA device (") + cudaGetErrorString(err) + ")";
   }
-  if (n == 0) return "no CUDA device";
+  if (n == 0) return "no CUDA device (the driver reports none)";
   std::string out;
   for (int d = 0; d < n; ++d) {
+    char line[320];
     cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
-    char line[256];
-    std::snprintf(line, sizeof line, "%s%d: %s, sm_%d%d, %.1f GiB", d ? "\n  " : "", d, prop.name,
-                  prop.major, prop.minor, static_cast<double>(prop.totalGlobalMem) / (1u << 30));
+    const cudaError_t e = cudaGetDeviceProperties(&prop, d);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      std::snprintf(line, sizeof line, "%d: unavailable (%s)", d, cudaGetErrorString(e));
+    } else {
+      std::snprintf(line, sizeof line, "%d: %s, sm_%d%d, %.0f GiB", d, prop.name, prop.major,
+                    prop.minor, static_cast<double>(prop.totalGlobalMem) / (1ull << 30));
+    }
+    if (d != 0) out += '\n';
     out += line;
   }
   return out;

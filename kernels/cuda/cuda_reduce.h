@@ -1,32 +1,39 @@
 // CUDA reductions: the interface and semantics of the CPU kernels (kernels/reduce_kernel.h) on
-// device memory, enqueued on a stream. Used by GPU reducers and the worker's on-GPU steps.
-// This header compiles without nvcc.
+// memory the current device can access, enqueued on a stream. Used by GPU reducers and by the
+// worker's on-GPU steps (scaling, casting). This header compiles without nvcc and without the
+// CUDA headers, so that plain C++ callers need only the CUDA runtime library to link.
 #pragma once
 
 #include <string>
 
 #include "reduce_kernel.h"
 
+// The runtime's own spelling of a stream handle (cuda_runtime_api.h declares the same type).
 struct CUstream_st;
 
 namespace rd::kernels::cuda {
 
-using Stream = CUstream_st*;  // cudaStream_t
+using cudaStream_t = ::CUstream_st*;
 
-/** Most sources one launch takes (they travel in the kernel's parameters). */
+/** Most sources one call takes: the pointers travel by value in the kernel's parameters. */
 inline constexpr int kMaxSources = 128;
 
 /**
- * Enqueues dst = reduce(srcs) on @p stream. Pointers must be accessible from the current device.
- * Returns rdInvalidArgument (see validate()), rdUnsupported (more than kMaxSources sources) or
- * rdCudaError with the CUDA message; the reduction itself completes asynchronously.
+ * Enqueues dst = srcs[0] op srcs[1] op ... on @p stream (nullptr = the legacy default stream),
+ * on the current device, with exactly the results of rd::kernels::cpu::reduce (NaN payloads
+ * aside). Pointers may have any alignment; dst may equal a source exactly. The call returns
+ * once the work is enqueued; faults inside the kernel (a host pointer, say) surface as a CUDA
+ * error at the next synchronization, not here.
+ *
+ * @return rdSuccess; rdInvalidArgument (see validate()); rdUnsupported (more than kMaxSources
+ *         sources); rdCudaError with the CUDA message (no device, launch failure).
  */
-rdResult_t reduce(const ReduceArgs& args, Stream stream);
+rdResult_t reduce(const ReduceArgs& args, cudaStream_t stream);
 
-/** Number of usable CUDA devices; 0 when there is no driver or device (never fails). */
+/** Number of usable CUDA devices; 0 when there is no driver or device. Never fails. */
 int deviceCount();
 
-/** One line per device ("0: NVIDIA H200, sm_90, 139.8 GiB"), or why there is none. */
+/** One line per device ("0: NVIDIA H200, sm_90, 139 GiB"), or "no CUDA device (<reason>)". */
 std::string describeDevices();
 
 }  // namespace rd::kernels::cuda

@@ -1,73 +1,71 @@
-// CUDA kernels against the scalar reference, bit for bit (NaN matches NaN): every dtype x op x
-// count x source count, misaligned pointers, aliasing, avg options, errors. Skips without a GPU.
+// CUDA kernels against the CPU kernels (scalar ISA), bit for bit; NaN matches NaN whatever its
+// payload. Every dtype x op x count x source count, the three memory paths (16-byte vectors
+// with a head and a tail, element loads, byte loads), counts large enough for the unrolled
+// loop, aliasing, avg options, NaN/Inf, half rounding, streams and the error paths. Tests that
+// need a GPU skip without one; argument errors are checked on every machine.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <limits>
+#include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "cpu/cpu_reduce.h"
 #include "cuda/cuda_reduce.h"
-#include "reference_reduce.h"
 #include "test_data.h"
+
+// Readable parameter values in test listings ("float32"); internal linkage so that it cannot
+// clash with the CPU tests' copy if the suites ever share a binary.
+static void PrintTo(rdDataType_t dtype, std::ostream* os) {
+  *os << rdDataTypeName(dtype);
+}
 
 namespace rd::test {
 namespace {
 
 using kernels::ReduceArgs;
 
-class CudaKernel : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (kernels::cuda::deviceCount() == 0) {
-      GTEST_SKIP() << "no CUDA device: " << kernels::cuda::describeDevices();
-    }
+constexpr size_t kCounts[] = {0, 1, 3, 31, 1000, (1u << 20) + 3};
+constexpr int kSourceCounts[] = {1, 2, 3, 8, 17};
+constexpr size_t kGuard = 64;  // bytes around every destination that must stay untouched
+
+// Skips a test that needs a GPU; describeDevices() says why there is none ("no CUDA device (..)").
+#define REQUIRE_DEVICE()                                                                     \
+  do {                                                                                       \
+    if (kernels::cuda::deviceCount() == 0) GTEST_SKIP() << kernels::cuda::describeDevices(); \
+  } while (0)
+
+#define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call << ": "
+
+// One device allocation, freed on scope exit.
+class DeviceMem {
+ public:
+  explicit DeviceMem(size_t bytes) {
+    if (cudaMalloc(&ptr_, bytes) != cudaSuccess) ptr_ = nullptr;
   }
+  DeviceMem(const DeviceMem&) = delete;
+  DeviceMem& operator=(const DeviceMem&) = delete;
+  ~DeviceMem() { cudaFree(ptr_); }
+  bool ok() const { return ptr_ != nullptr; }
+  unsigned char* at(size_t offset) const { return static_cast<unsigned char*>(ptr_) + offset; }
+
+ private:
+  void* ptr_ = nullptr;
 };
 
-// Device copies of host buffers, freed on scope exit.
-struct DeviceBuffer {
-  void* ptr = nullptr;
-  explicit DeviceBuffer(size_t bytes) { EXPECT_EQ(cudaMalloc(&ptr, bytes + 64), cudaSuccess); }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  unsigned char* at(size_t offset) const { return static_cast<unsigned char*>(ptr) + offset; }
-};
-
-// Copies the sources to the GPU at `offset` bytes, reduces there and compares with the reference.
-void expectMatches(Buffers& host, int n, size_t count, rdDataType_t dtype, rdRedOp_t op,
-                   size_t offset, const ReduceArgs& extra, const std::string& what) {
-  const size_t bytes = count * rdDataTypeSize(dtype);
-  std::vector<DeviceBuffer> dev_srcs;
-  dev_srcs.reserve(static_cast<size_t>(n));
-  std::vector<const void*> ptrs;
-  for (int s = 0; s < n; ++s) {
-    dev_srcs.emplace_back(bytes);
-    ASSERT_EQ(cudaMemcpy(dev_srcs.back().at(offset), host.srcs[s], bytes, cudaMemcpyHostToDevice),
-              cudaSuccess);
-    ptrs.push_back(dev_srcs.back().at(offset));
-  }
-  DeviceBuffer dst(bytes);
-  ReduceArgs args = extra;
-  args.srcs = ptrs.data();
-  args.nsrcs = n;
-  args.dst = dst.at(offset);
-  args.count = count;
-  args.dtype = dtype;
-  args.op = op;
-  ASSERT_EQ(kernels::cuda::reduce(args, nullptr), rdSuccess) << what << ": " << lastError();
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
-  std::vector<unsigned char> got(bytes + 1), want(bytes + 1);
-  ASSERT_EQ(cudaMemcpy(got.data(), dst.at(offset), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-  const uint64_t divisor = op == rdAvg && args.finalize_avg ? kernels::avgDivisor(args) : 0;
-  refReduce(host.srcs.data(), n, want.data(), count, dtype, op, divisor);
-  size_t wrong = 0, first = 0;
-  for (size_t i = 0; i < count; ++i) {
-    if (!sameElement(got.data(), want.data(), i, dtype) && wrong++ == 0) first = i;
-  }
-  EXPECT_EQ(wrong, 0u) << what << ": first wrong element " << first << " got "
-                       << getAsDouble(got.data(), first, dtype) << " want "
-                       << getAsDouble(want.data(), first, dtype);
+// Equal bits, or both NaN.
+bool sameElement(const unsigned char* a, const unsigned char* b, size_t i, rdDataType_t dtype) {
+  const size_t esize = rdDataTypeSize(dtype);
+  if (std::memcmp(a + i * esize, b + i * esize, esize) == 0) return true;
+  if (!isFloating(dtype)) return false;
+  const double x = getAsDouble(a, i, dtype), y = getAsDouble(b, i, dtype);
+  return std::isnan(x) && std::isnan(y);
 }
 
 std::string describe(rdDataType_t t, rdRedOp_t op, size_t count, int n) {
@@ -75,15 +73,187 @@ std::string describe(rdDataType_t t, rdRedOp_t op, size_t count, int n) {
          " count=" + std::to_string(count) + " nsrcs=" + std::to_string(n);
 }
 
-TEST_F(CudaKernel, EveryTypeOpCountAndSourceCountMatchesReference) {
-  for (rdDataType_t dtype : kAllTypes) {
-    for (size_t count :
-         {size_t{0}, size_t{1}, size_t{3}, size_t{31}, size_t{1000}, size_t{(1u << 20) + 3}}) {
-      for (int n : {1, 2, 3, 8, 17}) {
-        Buffers host(n, count, dtype);
-        for (int s = 0; s < n; ++s) fillRandom(host.src(s), count, dtype, 31 * dtype + s);
-        for (rdRedOp_t op : kAllOps) {
-          expectMatches(host, n, count, dtype, op, 0, ReduceArgs{}, describe(dtype, op, count, n));
+// Sources on the host and the same bytes on the device, source s at byte offset offsets[s].
+struct Inputs {
+  rdDataType_t dtype;
+  size_t capacity;  // elements per source
+  std::vector<std::vector<unsigned char>> host;
+  std::vector<std::unique_ptr<DeviceMem>> dev;
+  std::vector<size_t> offsets;
+
+  Inputs(rdDataType_t t, int n, size_t elements, std::vector<size_t> offs = {})
+      : dtype(t), capacity(elements), offsets(std::move(offs)) {
+    offsets.resize(static_cast<size_t>(n), offsets.empty() ? 0 : offsets.back());
+    const size_t bytes = capacity * rdDataTypeSize(dtype);
+    for (int s = 0; s < n; ++s) {
+      host.emplace_back(bytes);
+      dev.push_back(std::make_unique<DeviceMem>(bytes + kGuard));
+    }
+  }
+  void fill(uint64_t seed) {
+    for (size_t s = 0; s < host.size(); ++s) fillRandom(host[s].data(), capacity, dtype, seed + s);
+  }
+  // Copies the host sources to the device; records a failure and returns false if CUDA fails.
+  bool upload() const {
+    for (size_t s = 0; s < host.size(); ++s) {
+      if (!dev[s]->ok() || cudaMemcpy(dev[s]->at(offsets[s]), host[s].data(), host[s].size(),
+                                      cudaMemcpyHostToDevice) != cudaSuccess) {
+        ADD_FAILURE() << "upload of source " << s << " failed";
+        return false;
+      }
+    }
+    return true;
+  }
+  std::vector<const void*> hostPtrs(int n) const {
+    std::vector<const void*> p;
+    for (int s = 0; s < n; ++s) p.push_back(host[static_cast<size_t>(s) % host.size()].data());
+    return p;
+  }
+  // n may exceed the number of sources: pointers then repeat (a source may appear twice).
+  std::vector<const void*> devPtrs(int n) const {
+    std::vector<const void*> p;
+    for (int s = 0; s < n; ++s) {
+      const size_t i = static_cast<size_t>(s) % host.size();
+      p.push_back(dev[i]->at(offsets[i]));
+    }
+    return p;
+  }
+};
+
+struct Case {
+  size_t count = 0;
+  int nsrcs = 1;
+  rdRedOp_t op = rdSum;
+  size_t dst_offset = 0;     // bytes past a 256-byte aligned address
+  int alias = -1;            // >= 0: dst is this source (it is overwritten; upload again)
+  uint64_t avg_divisor = 0;  // ReduceArgs::avg_divisor
+  bool finalize_avg = true;
+  cudaStream_t stream = nullptr;
+};
+
+// Reduces count elements of the first c.nsrcs inputs on the GPU, runs the scalar CPU kernel on
+// the host copies, compares every element and checks the guard bytes around the destination.
+void expectMatchesCpu(const Inputs& in, const Case& c, const std::string& what) {
+  const size_t esize = rdDataTypeSize(in.dtype), bytes = c.count * esize;
+  const std::vector<const void*> dev_srcs = in.devPtrs(c.nsrcs), host_srcs = in.hostPtrs(c.nsrcs);
+  const size_t lead = 256 + c.dst_offset;  // guard bytes before the destination
+  DeviceMem dst_mem(lead + bytes + kGuard);
+  ASSERT_TRUE(dst_mem.ok());
+  ASSERT_CUDA(cudaMemset(dst_mem.at(0), 0xAB, lead + bytes + kGuard));
+  void* dst = dst_mem.at(lead);
+  if (c.alias >= 0) dst = const_cast<void*>(dev_srcs[static_cast<size_t>(c.alias)]);
+
+  ReduceArgs args;
+  args.srcs = dev_srcs.data();
+  args.nsrcs = c.nsrcs;
+  args.dst = dst;
+  args.count = c.count;
+  args.dtype = in.dtype;
+  args.op = c.op;
+  args.avg_divisor = c.avg_divisor;
+  args.finalize_avg = c.finalize_avg;
+  ASSERT_EQ(kernels::cuda::reduce(args, c.stream), rdSuccess) << what << ": " << lastError();
+  ASSERT_CUDA(c.stream ? cudaStreamSynchronize(c.stream) : cudaDeviceSynchronize()) << what;
+
+  std::vector<unsigned char> got(lead + bytes + kGuard), want(bytes + 1);
+  if (c.alias >= 0) {
+    ASSERT_CUDA(cudaMemcpy(got.data() + lead, dst, bytes, cudaMemcpyDeviceToHost));
+  } else {
+    ASSERT_CUDA(cudaMemcpy(got.data(), dst_mem.at(0), got.size(), cudaMemcpyDeviceToHost));
+    for (size_t b = 0; b < lead; ++b) ASSERT_EQ(got[b], 0xAB) << what << ": wrote before dst";
+    for (size_t b = 0; b < kGuard; ++b) {
+      ASSERT_EQ(got[lead + bytes + b], 0xAB) << what << ": wrote past the end";
+    }
+  }
+  const unsigned char* result = got.data() + lead;
+
+  kernels::cpu::Options scalar;
+  scalar.isa = kernels::cpu::Isa::kScalar;
+  scalar.threads = 1;
+  scalar.stream_bytes = 0;
+  ReduceArgs ref = args;
+  ref.srcs = host_srcs.data();
+  ref.dst = want.data();
+  ASSERT_EQ(kernels::cpu::reduce(ref, scalar), rdSuccess) << what << ": " << lastError();
+
+  size_t wrong = 0, first = 0;
+  for (size_t i = 0; i < c.count; ++i) {
+    if (!sameElement(result, want.data(), i, in.dtype) && wrong++ == 0) first = i;
+  }
+  EXPECT_EQ(wrong, 0u) << what << ": first wrong element " << first << " got "
+                       << getAsDouble(result, first, in.dtype) << " want "
+                       << getAsDouble(want.data(), first, in.dtype);
+}
+
+class CudaKernel : public ::testing::TestWithParam<rdDataType_t> {
+ protected:
+  void SetUp() override { REQUIRE_DEVICE(); }
+};
+
+TEST_P(CudaKernel, EveryOpCountAndSourceCountMatchesCpu) {
+  const rdDataType_t dtype = GetParam();
+  Inputs pool(dtype, kSourceCounts[4], kCounts[5]);
+  pool.fill(1000 * static_cast<uint64_t>(dtype) + 1);
+  ASSERT_TRUE(pool.upload());
+  for (size_t count : kCounts) {  // prefixes of the same sources
+    for (int n : kSourceCounts) {
+      for (rdRedOp_t op : kAllOps) {
+        Case c;
+        c.count = count;
+        c.nsrcs = n;
+        c.op = op;
+        expectMatchesCpu(pool, c, describe(dtype, op, count, n));
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
+// Above one wave of threads per unit, so that each thread runs the unrolled loop and the
+// remainder loop.
+TEST_P(CudaKernel, LargeCountsMatchCpu) {
+  const rdDataType_t dtype = GetParam();
+  const size_t count = (size_t{1} << 24) + 5;
+  Inputs in(dtype, 3, count);
+  in.fill(500 + static_cast<uint64_t>(dtype));
+  ASSERT_TRUE(in.upload());
+  for (rdRedOp_t op : {rdSum, rdMax, rdAvg}) {
+    Case c;
+    c.count = count;
+    c.nsrcs = 3;
+    c.op = op;
+    expectMatchesCpu(in, c, describe(dtype, op, count, 3));
+  }
+}
+
+// Common offsets take the vector path with a head; mixed offsets that keep elements aligned
+// take element loads; odd offsets take byte loads.
+TEST_P(CudaKernel, MisalignedPointersMatchCpu) {
+  const rdDataType_t dtype = GetParam();
+  const size_t esize = rdDataTypeSize(dtype);
+  const std::vector<std::vector<size_t>> layouts = {
+      {esize, esize, esize, esize},      // same offset: vectors after a head
+      {8, 8, 8, 8},                      // same offset, half a vector
+      {0, esize, 2 * esize, 3 * esize},  // aligned elements, different vector offsets
+      {1, 1, 1, 1},                      // same odd offset
+      {0, 1, 2, 3},                      // every pointer different
+  };
+  for (size_t layout = 0; layout < layouts.size(); ++layout) {
+    for (size_t count : {size_t{1}, size_t{2}, size_t{5}, size_t{15}, size_t{17}, size_t{33},
+                         size_t{1003}, (size_t{1} << 21) + 7}) {
+      Inputs in(dtype, 4, count, layouts[layout]);
+      in.fill(77 + count);
+      ASSERT_TRUE(in.upload());
+      for (rdRedOp_t op : {rdSum, rdMin, rdAvg}) {
+        for (size_t dst_offset : {layouts[layout][0], layouts[layout][0] + 16, size_t{5}}) {
+          Case c;
+          c.count = count;
+          c.nsrcs = 4;
+          c.op = op;
+          c.dst_offset = dst_offset;
+          expectMatchesCpu(in, c,
+                           describe(dtype, op, count, 4) + " layout " + std::to_string(layout) +
+                               " dst offset " + std::to_string(dst_offset));
           if (HasFailure()) return;
         }
       }
@@ -91,81 +261,228 @@ TEST_F(CudaKernel, EveryTypeOpCountAndSourceCountMatchesReference) {
   }
 }
 
-TEST_F(CudaKernel, MisalignedPointersAndAvgOptions) {
-  for (rdDataType_t dtype : kAllTypes) {
-    const size_t count = 100003;
-    Buffers host(4, count, dtype);
-    for (int s = 0; s < 4; ++s) fillRandom(host.src(s), count, dtype, 7 + s);
-    for (size_t offset : {size_t{8}, size_t{rdDataTypeSize(dtype)}, size_t{1}}) {
-      expectMatches(host, 4, count, dtype, rdSum, offset, ReduceArgs{},
-                    describe(dtype, rdSum, count, 4) + " offset " + std::to_string(offset));
+TEST_P(CudaKernel, DestinationMayBeASource) {
+  const rdDataType_t dtype = GetParam();
+  for (size_t offset : {size_t{0}, rdDataTypeSize(dtype), size_t{3}}) {
+    for (size_t count : {size_t{4099}, size_t{1} << 21}) {
+      Inputs in(dtype, 3, count, {offset});
+      in.fill(5 + count);
+      for (int alias : {0, 2}) {
+        for (rdRedOp_t op : kAllOps) {
+          ASSERT_TRUE(in.upload());  // the previous case overwrote a source
+          Case c;
+          c.count = count;
+          c.nsrcs = 3;
+          c.op = op;
+          c.alias = alias;
+          expectMatchesCpu(in, c,
+                           describe(dtype, op, count, 3) + " dst=src" + std::to_string(alias) +
+                               " offset " + std::to_string(offset));
+        }
+      }
     }
-    ReduceArgs divisor;
-    divisor.avg_divisor = 10;
-    expectMatches(host, 4, count, dtype, rdAvg, 0, divisor,
-                  describe(dtype, rdAvg, count, 4) + " divisor 10");
-    ReduceArgs deferred;
-    deferred.finalize_avg = false;
-    expectMatches(host, 4, count, dtype, rdAvg, 0, deferred,
-                  describe(dtype, rdAvg, count, 4) + " deferred");
   }
 }
 
-TEST_F(CudaKernel, NanPropagatesAndDestinationMayAliasASource) {
-  for (rdDataType_t dtype : {rdFloat16, rdBfloat16, rdFloat32, rdFloat64}) {
-    const size_t count = 4099;
-    Buffers host(3, count, dtype);
-    for (int s = 0; s < 3; ++s) fillRandom(host.src(s), count, dtype, 3 + s);
-    for (size_t i = 0; i < count; i += 7)
-      putFloat(host.src(1), i, dtype, std::numeric_limits<double>::quiet_NaN());
+TEST_P(CudaKernel, AvgDivisorAndDeferredScaling) {
+  const rdDataType_t dtype = GetParam();
+  const size_t count = 100003;
+  Inputs in(dtype, 4, count);
+  in.fill(11);
+  ASSERT_TRUE(in.upload());
+  // 1 << 40 takes the 64-bit integer division; 3 and 10 the 32-bit one.
+  for (uint64_t divisor : {uint64_t{1}, uint64_t{3}, uint64_t{10}, uint64_t{1} << 40}) {
+    Case c;
+    c.count = count;
+    c.nsrcs = 4;
+    c.op = rdAvg;
+    c.avg_divisor = divisor;
+    expectMatchesCpu(in, c,
+                     describe(dtype, rdAvg, count, 4) + " divisor " + std::to_string(divisor));
+  }
+  Case deferred;
+  deferred.count = count;
+  deferred.nsrcs = 4;
+  deferred.op = rdAvg;
+  deferred.avg_divisor = 7;
+  deferred.finalize_avg = false;  // a plain sum: the scaling is a later step's
+  expectMatchesCpu(in, deferred, describe(dtype, rdAvg, count, 4) + " finalize_avg=false");
+}
+
+// The most sources one call takes, on a stream of its own.
+TEST_P(CudaKernel, MaxSourcesOnAStream) {
+  const rdDataType_t dtype = GetParam();
+  Inputs in(dtype, 13, 70001);
+  in.fill(3);
+  ASSERT_TRUE(in.upload());
+  cudaStream_t stream = nullptr;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (rdRedOp_t op : {rdSum, rdMax, rdAvg}) {
+    Case c;
+    c.count = 70001;
+    c.nsrcs = kernels::cuda::kMaxSources;
+    c.op = op;
+    c.stream = stream;
+    expectMatchesCpu(in, c, describe(dtype, op, c.count, c.nsrcs) + " on a stream");
+  }
+  cudaStreamDestroy(stream);
+}
+
+std::string typeName(const ::testing::TestParamInfo<rdDataType_t>& info) {
+  return rdDataTypeName(info.param);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, CudaKernel, ::testing::ValuesIn(kAllTypes), typeName);
+
+// ---- Special values: NaN, +-Inf, +-0, extremes, subnormals, and every half bit pattern.
+class CudaSpecialValues : public ::testing::TestWithParam<rdDataType_t> {
+ protected:
+  void SetUp() override { REQUIRE_DEVICE(); }
+};
+
+TEST_P(CudaSpecialValues, NanInfAndZerosMatchCpu) {
+  const rdDataType_t dtype = GetParam();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double specials[] = {std::numeric_limits<double>::quiet_NaN(),
+                             -std::numeric_limits<double>::quiet_NaN(),
+                             inf,
+                             -inf,
+                             0.0,
+                             -0.0,
+                             1.0,
+                             -1.0,
+                             0.5,
+                             3.0,
+                             6.0e4,  // near float16 max: sums overflow to Inf
+                             -6.0e4,
+                             1.0e38,  // near float32 / bfloat16 max
+                             -1.0e38,
+                             1.0e300,
+                             -1.0e300,
+                             6.0e-8,   // float16 subnormal
+                             1.0e-40,  // float32 subnormal
+                             1.0e-310};
+  constexpr size_t kSpecials = sizeof(specials) / sizeof(specials[0]);
+  const size_t count = 20011;
+  Inputs in(dtype, 8, count);
+  uint64_t state = 99;
+  for (auto& buf : in.host) {
+    for (size_t i = 0; i < count; ++i) {
+      putFloat(buf.data(), i, dtype, specials[splitmix64(state) % kSpecials]);
+    }
+  }
+  ASSERT_TRUE(in.upload());
+  for (int n : {1, 2, 3, 8}) {
     for (rdRedOp_t op : kAllOps) {
-      expectMatches(host, 3, count, dtype, op, 0, ReduceArgs{},
-                    describe(dtype, op, count, 3) + " NaN");
+      Case c;
+      c.count = count;
+      c.nsrcs = n;
+      c.op = op;
+      expectMatchesCpu(in, c, describe(dtype, op, count, n) + " special values");
     }
-    // In place: dst is source 0 on the device.
-    const size_t bytes = count * rdDataTypeSize(dtype);
-    DeviceBuffer a(bytes), b(bytes);
-    ASSERT_EQ(cudaMemcpy(a.ptr, host.srcs[0], bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(b.ptr, host.srcs[2], bytes, cudaMemcpyHostToDevice), cudaSuccess);
-    const void* ptrs[] = {a.ptr, b.ptr};
-    ReduceArgs args;
-    args.srcs = ptrs;
-    args.nsrcs = 2;
-    args.dst = a.ptr;
-    args.count = count;
-    args.dtype = dtype;
-    ASSERT_EQ(kernels::cuda::reduce(args, nullptr), rdSuccess) << lastError();
-    std::vector<unsigned char> got(bytes), want(bytes);
-    ASSERT_EQ(cudaMemcpy(got.data(), a.ptr, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-    const void* host_ptrs[] = {host.srcs[0], host.srcs[2]};
-    refReduce(host_ptrs, 2, want.data(), count, dtype, rdSum, 2);
-    for (size_t i = 0; i < count; ++i)
-      ASSERT_TRUE(sameElement(got.data(), want.data(), i, dtype)) << i;
   }
 }
 
-// Argument errors are found before any CUDA call, so these run on every machine.
+// Sums and products of every 16-bit pattern with a spread of others: ties, overflow to Inf,
+// results in the subnormal range and NaN inputs, rounded by the GPU's conversion and by the CPU.
+TEST_P(CudaSpecialValues, EveryHalfPatternRoundsLikeTheCpu) {
+  const rdDataType_t dtype = GetParam();
+  if (rdDataTypeSize(dtype) != 2) GTEST_SKIP() << "16-bit types only";
+  const uint16_t partners[] = {0x0000, 0x8000, 0x0001, 0x03FF, 0x0400, 0x3C00, 0x3C01, 0xBC01,
+                               0x3800, 0x4200, 0x7BFF, 0xFBFF, 0x7C00, 0x7E00, 0x1400, 0x5640,
+                               0x3F80, 0x3F81, 0xBF80, 0x4040, 0x7F7F, 0x0080, 0x3555, 0xC0A5};
+  constexpr size_t kPartners = sizeof(partners) / sizeof(partners[0]);
+  const size_t count = 65536 * kPartners;
+  Inputs in(dtype, 3, count);
+  uint64_t state = 7;
+  for (size_t i = 0; i < count; ++i) {
+    const auto a = static_cast<uint16_t>(i & 0xFFFF);
+    const uint16_t b = partners[i >> 16];
+    const auto r = static_cast<uint16_t>(splitmix64(state));
+    std::memcpy(in.host[0].data() + 2 * i, &a, 2);
+    std::memcpy(in.host[1].data() + 2 * i, &b, 2);
+    std::memcpy(in.host[2].data() + 2 * i, &r, 2);
+  }
+  ASSERT_TRUE(in.upload());
+  for (int n : {2, 3}) {
+    for (rdRedOp_t op : kAllOps) {
+      Case c;
+      c.count = count;
+      c.nsrcs = n;
+      c.op = op;
+      expectMatchesCpu(in, c, describe(dtype, op, count, n) + " all patterns");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(FloatingTypes, CudaSpecialValues,
+                         ::testing::Values(rdFloat16, rdBfloat16, rdFloat32, rdFloat64), typeName);
+
+// ---- Errors and device queries: argument checks come before any CUDA call, so these run on
+// every machine.
 TEST(CudaKernelErrors, BadArgumentsAreRejected) {
-  std::vector<const void*> many(kernels::cuda::kMaxSources + 1, reinterpret_cast<const void*>(64));
+  const auto fake = reinterpret_cast<const void*>(uintptr_t{1} << 20);
+  std::vector<const void*> many(kernels::cuda::kMaxSources + 1, fake);
   ReduceArgs args;
   args.srcs = many.data();
   args.nsrcs = static_cast<int>(many.size());
-  args.dst = reinterpret_cast<void*>(1 << 20);
+  args.dst = reinterpret_cast<void*>(uintptr_t{1} << 30);
   args.count = 4;
   EXPECT_EQ(kernels::cuda::reduce(args, nullptr), rdUnsupported);
   EXPECT_NE(lastError().find("at most 128"), std::string::npos) << lastError();
+
   args.nsrcs = 0;
   EXPECT_EQ(kernels::cuda::reduce(args, nullptr), rdInvalidArgument);
   args.nsrcs = 1;
+  args.srcs = nullptr;
+  EXPECT_EQ(kernels::cuda::reduce(args, nullptr), rdInvalidArgument);
+  args.srcs = many.data();
   args.dst = nullptr;
   EXPECT_EQ(kernels::cuda::reduce(args, nullptr), rdInvalidArgument);
+  const void* null_src[] = {fake, nullptr};
+  args.srcs = null_src;
+  args.nsrcs = 2;
+  args.dst = reinterpret_cast<void*>(uintptr_t{1} << 30);
+  EXPECT_EQ(kernels::cuda::reduce(args, nullptr), rdInvalidArgument);
+  // dst overlapping a source partially (one element in) is refused; exactly equal is fine.
+  args.srcs = many.data();
+  args.nsrcs = 1;
+  args.dst = reinterpret_cast<void*>((uintptr_t{1} << 20) + 4);
+  EXPECT_EQ(kernels::cuda::reduce(args, nullptr), rdInvalidArgument);
+  args.dst = reinterpret_cast<void*>(uintptr_t{1} << 30);
+  args.dtype = rdNumDataTypes;
+  EXPECT_EQ(kernels::cuda::reduce(args, nullptr), rdInvalidArgument);
+  args.dtype = rdFloat32;
+  args.op = rdNumRedOps;
+  EXPECT_EQ(kernels::cuda::reduce(args, nullptr), rdInvalidArgument);
+  // count 0 does nothing, even with pointers no device could read.
+  args.op = rdSum;
+  args.count = 0;
+  EXPECT_EQ(kernels::cuda::reduce(args, nullptr), rdSuccess);
+}
+
+TEST(CudaKernelErrors, WithoutADeviceReduceReportsACudaError) {
+  if (kernels::cuda::deviceCount() != 0) GTEST_SKIP() << "a CUDA device is present";
+  const void* srcs[] = {reinterpret_cast<const void*>(uintptr_t{1} << 20)};
+  ReduceArgs args;
+  args.srcs = srcs;
+  args.nsrcs = 1;
+  args.dst = reinterpret_cast<void*>(uintptr_t{1} << 30);
+  args.count = 4;
+  EXPECT_EQ(kernels::cuda::reduce(args, nullptr), rdCudaError);
+  EXPECT_NE(lastError().find("CUDA reduce: "), std::string::npos) << lastError();
+  std::printf("reported: %s\n", lastError().c_str());
+  EXPECT_EQ(kernels::cuda::deviceCount(), 0);  // and nothing sticky was left behind
 }
 
 TEST(CudaDevices, DescribeNeverFails) {
-  std::string text = kernels::cuda::describeDevices();
+  const std::string text = kernels::cuda::describeDevices();
   EXPECT_FALSE(text.empty());
   if (kernels::cuda::deviceCount() == 0) {
-    EXPECT_NE(text.find("no CUDA device"), std::string::npos) << text;
+    EXPECT_EQ(text.rfind("no CUDA device (", 0), 0u) << text;
+  } else {
+    EXPECT_EQ(text.rfind("0: ", 0), 0u) << text;
+    EXPECT_NE(text.find(", sm_"), std::string::npos) << text;
   }
 }
 
