@@ -205,12 +205,6 @@ struct OpTypeOf<C, Prod> {
   using type = typename Unsigned<C>::type;
 };
 
-// How the combined vector is finished: nothing, or the avg division.
-template <class C>
-struct AvgScale {
-  C value;
-};
-
 // ---- The loop over one range of elements.
 template <class T, class Op, bool kAvg>
 struct RangeKernel {
@@ -230,6 +224,15 @@ struct RangeKernel {
   int nsrcs;
   unsigned char* dst;
   uint64_t divisor;
+  C reciprocal;  // 1 / divisor in the compute type, for floating avg (set by make())
+
+  // The reciprocal is computed once per range, not once per vector in finish().
+  static RangeKernel make(const unsigned char* const* srcs, int nsrcs, unsigned char* dst,
+                          uint64_t divisor) {
+    C reciprocal{};
+    if constexpr (kAvg && kIsFloat<C>) reciprocal = static_cast<C>(1) / static_cast<C>(divisor);
+    return RangeKernel{srcs, nsrcs, dst, divisor, reciprocal};
+  }
 
   Vec<A> combine(size_t byte_off) const {
     Vec<A> acc = __builtin_bit_cast(Vec<A>, load<T>(srcs[0] + byte_off));
@@ -243,7 +246,7 @@ struct RangeKernel {
     Vec<C> v = __builtin_bit_cast(Vec<C>, acc);
     if constexpr (kAvg) {
       if constexpr (kIsFloat<C>) {
-        v = v * (static_cast<C>(1) / static_cast<C>(divisor));
+        v = v * reciprocal;
       } else {
         // Integers: divide the wrapped sum, truncating toward zero; no SIMD division exists.
         for (size_t i = 0; i < kLanesPer; ++i) {
@@ -363,9 +366,9 @@ void runTyped(const ReduceRange& r) {
   const auto* const* srcs = reinterpret_cast<const unsigned char* const*>(r.srcs);
   auto* dst = static_cast<unsigned char*>(r.dst);
   if (r.avg_divisor != 0) {
-    RangeKernel<T, Op, true>{srcs, r.nsrcs, dst, r.avg_divisor}.run(r.begin, r.end, r.stream);
+    RangeKernel<T, Op, true>::make(srcs, r.nsrcs, dst, r.avg_divisor).run(r.begin, r.end, r.stream);
   } else {
-    RangeKernel<T, Op, false>{srcs, r.nsrcs, dst, 0}.run(r.begin, r.end, r.stream);
+    RangeKernel<T, Op, false>::make(srcs, r.nsrcs, dst, 0).run(r.begin, r.end, r.stream);
   }
 }
 

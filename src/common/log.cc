@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "common/settings.h"
 
@@ -20,6 +21,12 @@ std::atomic<int> g_level{-1};  // -1: not read from the environment yet
 const char* baseName(const char* path) {
   const char* slash = std::strrchr(path, '/');
   return slash ? slash + 1 : path;
+}
+
+std::string hostName() {
+  char name[256] = "";
+  if (gethostname(name, sizeof name - 1) != 0) return "?";
+  return name;
 }
 
 }  // namespace
@@ -56,15 +63,14 @@ void setLevel(Level level) {
 }
 
 void write(Level lvl, const char* file, int line, const char* fmt, ...) {
-  static char host[64] = "";
-  if (host[0] == '\0' && gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "?");
+  static const std::string host = hostName();  // thread-safe one-time initialisation
   char message[2048];
   va_list ap;
   va_start(ap, fmt);
   std::vsnprintf(message, sizeof message, fmt, ap);
   va_end(ap);
   // One fprintf per line keeps lines from different threads whole.
-  std::fprintf(stderr, "[libreduce %s:%d] %s %s:%d %s\n", host, static_cast<int>(getpid()),
+  std::fprintf(stderr, "[libreduce %s:%d] %s %s:%d %s\n", host.c_str(), static_cast<int>(getpid()),
                kNames[static_cast<int>(lvl)], baseName(file), line, message);
 }
 
