@@ -13,11 +13,7 @@
 #include "reference_reduce.h"
 #include "test_data.h"
 
-// Readable parameter values in test listings ("avx512", "float32").
-void PrintTo(rdDataType_t dtype, std::ostream* os) {
-  *os << rdDataTypeName(dtype);
-}
-
+// Readable ISA names in test listings (dtype names come from test_data.h).
 namespace rd::kernels::cpu {
 void PrintTo(Isa isa, std::ostream* os) {
   *os << isaName(isa);
@@ -31,10 +27,6 @@ using kernels::ReduceArgs;
 using kernels::cpu::Isa;
 using kernels::cpu::Options;
 
-constexpr size_t kCounts[] = {0, 1, 3, 31, 1000, (1u << 20) + 3};
-constexpr int kSourceCounts[] = {1, 2, 3, 8, 17};
-constexpr int kMaxSources = 17;
-constexpr size_t kMaxCount = (1u << 20) + 3;
 constexpr size_t kGuard = 16;  // elements after count that must stay untouched
 
 Options singleThread(Isa isa) {
@@ -66,8 +58,7 @@ const Pool& poolFor(rdDataType_t dtype) {
 }
 
 std::string describe(Isa isa, rdDataType_t t, rdRedOp_t op, size_t count, int n) {
-  return std::string(kernels::cpu::isaName(isa)) + " " + rdDataTypeName(t) + " " + rdRedOpName(op) +
-         " count=" + std::to_string(count) + " nsrcs=" + std::to_string(n);
+  return std::string(kernels::cpu::isaName(isa)) + " " + test::describe(t, op, count, n);
 }
 
 // Runs the kernel and the reference on the same inputs and compares every element and the

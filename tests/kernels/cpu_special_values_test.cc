@@ -76,23 +76,23 @@ TEST(CpuKernelSpecialValues, NanPropagatesThroughEveryOperatorFromAnySource) {
 }
 
 TEST(CpuKernelSpecialValues, HalfTypesAccumulateInFloatAndRoundOnce) {
-  // 2048 + 1 + 1 in float16: rounding after each step would give 2048 (ties to even);
-  // accumulating in float32 and rounding once gives 2050.
-  for (Isa isa : kIsas) {
-    if (!kernels::cpu::isaSupported(isa)) continue;
-    Buffers b(3, 1, rdFloat16);
-    putFloat(b.src(0), 0, rdFloat16, 2048);
-    putFloat(b.src(1), 0, rdFloat16, 1);
-    putFloat(b.src(2), 0, rdFloat16, 1);
-    ASSERT_EQ(run(isa, b.srcs, b.dst, 1, rdFloat16, rdSum), rdSuccess);
-    EXPECT_EQ(getAsDouble(b.dst, 0, rdFloat16), 2050.0) << kernels::cpu::isaName(isa);
-    // bfloat16 has 8 significant bits: 256 + 1 + 1 = 258 only without intermediate rounding.
-    Buffers c(3, 1, rdBfloat16);
-    putFloat(c.src(0), 0, rdBfloat16, 256);
-    putFloat(c.src(1), 0, rdBfloat16, 1);
-    putFloat(c.src(2), 0, rdBfloat16, 1);
-    ASSERT_EQ(run(isa, c.srcs, c.dst, 1, rdBfloat16, rdSum), rdSuccess);
-    EXPECT_EQ(getAsDouble(c.dst, 0, rdBfloat16), 258.0) << kernels::cpu::isaName(isa);
+  // big + 1 + 1: rounding after each step would give big (ties to even); accumulating in
+  // float32 and rounding once gives big + 2. float16 has 11 significant bits, bfloat16 8.
+  struct Case {
+    rdDataType_t dtype;
+    double big;
+  };
+  for (Case c : {Case{rdFloat16, 2048}, Case{rdBfloat16, 256}}) {
+    for (Isa isa : kIsas) {
+      if (!kernels::cpu::isaSupported(isa)) continue;
+      Buffers b(3, 1, c.dtype);
+      putFloat(b.src(0), 0, c.dtype, c.big);
+      putFloat(b.src(1), 0, c.dtype, 1);
+      putFloat(b.src(2), 0, c.dtype, 1);
+      ASSERT_EQ(run(isa, b.srcs, b.dst, 1, c.dtype, rdSum), rdSuccess);
+      EXPECT_EQ(getAsDouble(b.dst, 0, c.dtype), c.big + 2)
+          << kernels::cpu::isaName(isa) << " " << rdDataTypeName(c.dtype);
+    }
   }
 }
 

@@ -18,21 +18,14 @@
 #include "common/status.h"
 #include "cpu/cpu_reduce.h"
 #include "cuda/cuda_reduce.h"
+#include "reference_reduce.h"
 #include "test_data.h"
-
-// Readable parameter values in test listings ("float32"); internal linkage so that it cannot
-// clash with the CPU tests' copy if the suites ever share a binary.
-static void PrintTo(rdDataType_t dtype, std::ostream* os) {
-  *os << rdDataTypeName(dtype);
-}
 
 namespace rd::test {
 namespace {
 
 using kernels::ReduceArgs;
 
-constexpr size_t kCounts[] = {0, 1, 3, 31, 1000, (1u << 20) + 3};
-constexpr int kSourceCounts[] = {1, 2, 3, 8, 17};
 constexpr size_t kGuard = 64;  // bytes around every destination that must stay untouched
 
 // Skips a test that needs a GPU; describeDevices() says why there is none ("no CUDA device (..)").
@@ -58,20 +51,6 @@ class DeviceMem {
  private:
   void* ptr_ = nullptr;
 };
-
-// Equal bits, or both NaN.
-bool sameElement(const unsigned char* a, const unsigned char* b, size_t i, rdDataType_t dtype) {
-  const size_t esize = rdDataTypeSize(dtype);
-  if (std::memcmp(a + i * esize, b + i * esize, esize) == 0) return true;
-  if (!isFloating(dtype)) return false;
-  const double x = getAsDouble(a, i, dtype), y = getAsDouble(b, i, dtype);
-  return std::isnan(x) && std::isnan(y);
-}
-
-std::string describe(rdDataType_t t, rdRedOp_t op, size_t count, int n) {
-  return std::string(rdDataTypeName(t)) + " " + rdRedOpName(op) +
-         " count=" + std::to_string(count) + " nsrcs=" + std::to_string(n);
-}
 
 // Sources on the host and the same bytes on the device, source s at byte offset offsets[s].
 struct Inputs {
@@ -192,7 +171,7 @@ class CudaKernel : public ::testing::TestWithParam<rdDataType_t> {
 
 TEST_P(CudaKernel, EveryOpCountAndSourceCountMatchesCpu) {
   const rdDataType_t dtype = GetParam();
-  Inputs pool(dtype, kSourceCounts[4], kCounts[5]);
+  Inputs pool(dtype, kMaxSources, kMaxCount);
   pool.fill(1000 * static_cast<uint64_t>(dtype) + 1);
   ASSERT_TRUE(pool.upload());
   for (size_t count : kCounts) {  // prefixes of the same sources

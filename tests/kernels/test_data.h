@@ -4,12 +4,32 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <ostream>
+#include <string>
 #include <vector>
 
 #include "cpu/half_convert.h"
 #include "libreduce/reduce.h"
 
+// Readable parameter values in GoogleTest listings ("float32" rather than "7").
+inline void PrintTo(rdDataType_t dtype, std::ostream* os) {
+  *os << rdDataTypeName(dtype);
+}
+
 namespace rd::test {
+
+// The kernel test matrix every implementation (CPU ISAs, CUDA) is checked over.
+inline constexpr size_t kCounts[] = {0, 1, 3, 31, 1000, (1u << 20) + 3};
+inline constexpr int kSourceCounts[] = {1, 2, 3, 8, 17};
+inline constexpr size_t kMaxCount = kCounts[std::size(kCounts) - 1];
+inline constexpr int kMaxSources = kSourceCounts[std::size(kSourceCounts) - 1];
+
+/** "float32 sum count=1000 nsrcs=3": names one case in failure messages. */
+inline std::string describe(rdDataType_t t, rdRedOp_t op, size_t count, int n) {
+  return std::string(rdDataTypeName(t)) + " " + rdRedOpName(op) +
+         " count=" + std::to_string(count) + " nsrcs=" + std::to_string(n);
+}
 
 inline uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9E3779B97F4A7C15ull);
