@@ -53,7 +53,7 @@ if ((!fast)); then
   cmake --build build-asan -j "$jobs"
   # The package test installs and links outside the sanitizer runtime; it ran above.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    run_ctest "ASan + UBSan build" build-asan -E '^package\.' || status=1
+    run_ctest "ASan + UBSan build" build-asan -E '^(package|integration|fuzz)\.' || status=1
 fi
 
 echo

@@ -120,4 +120,6 @@ RD_API rdResult_t rdLocalReduce(const void* const* srcs, int nsrcs, void* dst, s
 } /* extern "C" */
 #endif
 
+#include "libreduce/comm.h" /* communicators and collectives */
+
 #endif /* LIBREDUCE_REDUCE_H */

@@ -28,6 +28,37 @@ constexpr Setting kTable[] = {
      "4M", "0..",
      "Destinations at least this large are written with non-temporal stores, which skip the "
      "cache and the read-for-ownership; 0 = never."},
+    {Id::kReducers, "reducers", "LIBREDUCE_REDUCERS", Kind::kString, "", "",
+     "Comma-separated reducer addresses (host:port) a communicator created from the environment "
+     "uses. Empty: no reducers, the workers run ring all-reduce among themselves."},
+    {Id::kSecret, "secret", "LIBREDUCE_SECRET", Kind::kString, "", "",
+     "The job secret workers prove to reducers at join (HMAC challenge-response). Prefer "
+     "LIBREDUCE_SECRET_FILE: environment values can show up in process listings."},
+    {Id::kSecretFile, "secret_file", "LIBREDUCE_SECRET_FILE", Kind::kString, "", "",
+     "File holding the job secret (first line); used when LIBREDUCE_SECRET is empty."},
+    {Id::kCommId, "comm_id", "LIBREDUCE_COMM_ID", Kind::kString, "", "",
+     "Communicator (job) id shared by every rank of a communicator created from the environment; "
+     "any text. Empty: derived from MASTER_ADDR:MASTER_PORT."},
+    {Id::kRank, "rank", "LIBREDUCE_RANK", Kind::kInt, "-1", "-1..65535",
+     "This process's rank for rdCommInitFromEnv; -1 = take RANK (torchrun, reducectl)."},
+    {Id::kWorldSize, "world_size", "LIBREDUCE_WORLD_SIZE", Kind::kInt, "-1", "-1..65536",
+     "Number of ranks for rdCommInitFromEnv; -1 = take WORLD_SIZE."},
+    {Id::kAlgo, "algo", "LIBREDUCE_ALGO", Kind::kChoice, "auto", "auto|rs|ring",
+     "All-reduce algorithm: rs (through the reducers), ring (between the workers), auto (rs when "
+     "reducers are given, else ring)."},
+    {Id::kChunkBytes, "chunk_bytes", "LIBREDUCE_CHUNK_BYTES", Kind::kSize, "1M", "4K..64M",
+     "Bytes per chunk a worker sends to a reducer (rounded down to whole elements)."},
+    {Id::kWindow, "window", "LIBREDUCE_WINDOW", Kind::kInt, "4", "1..64",
+     "Chunks a worker keeps in flight per reducer (and per ring neighbour)."},
+    {Id::kTimeoutMs, "timeout_ms", "LIBREDUCE_TIMEOUT_MS", Kind::kInt, "60000", "100..86400000",
+     "Longest wait for a peer: join, each step of an operation. A peer silent for longer is "
+     "reported by name and the operation fails."},
+    {Id::kDeterministic, "deterministic", "LIBREDUCE_DETERMINISTIC", Kind::kInt, "0", "0..1",
+     "1: reducers combine contributions in rank order, so results are bit-identical run to run. "
+     "0: contributions are combined as they arrive (lower latency)."},
+    {Id::kListenHost, "listen_host", "LIBREDUCE_LISTEN_HOST", Kind::kString, "", "",
+     "Address a worker listens on for ring neighbours; empty = the local address that routes to "
+     "the first reducer (or to MASTER_ADDR)."},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Id::kCount), "one row per settings::Id");
 

@@ -17,6 +17,18 @@ enum class Id : int {
   kKernelThreads,
   kKernelSplitBytes,
   kKernelStreamBytes,
+  kReducers,
+  kSecret,
+  kSecretFile,
+  kCommId,
+  kRank,
+  kWorldSize,
+  kAlgo,
+  kChunkBytes,
+  kWindow,
+  kTimeoutMs,
+  kDeterministic,
+  kListenHost,
   kCount
 };
 

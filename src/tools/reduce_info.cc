@@ -100,7 +100,10 @@ void printSettings(bool markdown) {
   std::printf("\nSettings (environment variable = current value [source])\n");
   for (const Setting& s : rd::settings::all()) {
     bool from_env = rd::settings::isSetInEnv(s.id);
-    std::printf("  %-30s = %-10s [%s]\n", s.env, rd::settings::rawValue(s.id).c_str(),
+    // Never print the job secret itself.
+    std::string shown = rd::settings::rawValue(s.id);
+    if (s.id == rd::settings::Id::kSecret && !shown.empty()) shown = "(set, hidden)";
+    std::printf("  %-30s = %-10s [%s]\n", s.env, shown.c_str(),
                 from_env ? "environment" : "default");
     std::printf("      %s\n", s.description);
     std::string error = checkValue(s);

@@ -1,0 +1,180 @@
+/**
+ * @file comm.h
+ * @brief libreduce communicators and collectives (included by reduce.h).
+ *
+ * A communicator is a group of ranks (workers) that reduce through a pool of reducers
+ * (`reduce-server` processes), or among themselves with ring all-reduce when no reducers are
+ * given. Two ways to create one:
+ *
+ * - NCCL style: rank 0 calls ::rdGetUniqueId, passes the id to every rank out of band, and every
+ *   rank calls ::rdCommInitRank.
+ * - From the environment (launchers, `reducectl`): ::rdCommInitFromEnv reads LIBREDUCE_REDUCERS,
+ *   LIBREDUCE_COMM_ID, RANK / WORLD_SIZE (or LIBREDUCE_RANK / LIBREDUCE_WORLD_SIZE) and the job
+ *   secret; see docs/settings.md.
+ *
+ * Every collective has a blocking form and an asynchronous form that returns an ::rdRequest_t to
+ * test or wait on. Operations on one communicator must be posted in the same order on every rank;
+ * several may be in flight at once. Every wait for a peer is bounded by LIBREDUCE_TIMEOUT_MS: a
+ * dead or frozen rank or reducer makes the operation fail with an error naming it, and the
+ * communicator then reports that error on every call until it is destroyed.
+ * All functions are thread-safe.
+ */
+#ifndef LIBREDUCE_COMM_H
+#define LIBREDUCE_COMM_H
+
+#include "libreduce/reduce.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Size of ::rdUniqueId in bytes. */
+#define RD_UNIQUE_ID_BYTES 1024
+
+/** Everything ranks need to find each other: reducer list, communicator id, secret. Opaque. */
+typedef struct rdUniqueId {
+  char internal[RD_UNIQUE_ID_BYTES];
+} rdUniqueId;
+
+/** A communicator (opaque). */
+typedef struct rdComm* rdComm_t;
+
+/** An asynchronous operation (opaque); release with ::rdRequestFree. */
+typedef struct rdRequest* rdRequest_t;
+
+/** All-reduce algorithms. */
+typedef enum rdAlgorithm {
+  rdAlgoDefault = 0,         /**< LIBREDUCE_ALGO (default auto: reducers when given, else ring). */
+  rdAlgoReductionServer = 1, /**< Through the reducers. */
+  rdAlgoRing = 2             /**< Ring between the workers. */
+} rdAlgorithm_t;
+
+/**
+ * Optional settings for ::rdCommInitRankConfig. Start from RD_COMM_CONFIG_INITIALIZER: fields
+ * left at their initial value take the LIBREDUCE_* setting. New fields are only ever appended;
+ * `size` tells the library which ones the caller knows.
+ */
+typedef struct rdCommConfig {
+  size_t size;        /**< sizeof(rdCommConfig_t) of the caller. */
+  size_t chunk_bytes; /**< 0 = LIBREDUCE_CHUNK_BYTES. */
+  int window;         /**< 0 = LIBREDUCE_WINDOW. */
+  int timeout_ms;     /**< 0 = LIBREDUCE_TIMEOUT_MS. */
+  rdAlgorithm_t algorithm;
+  int deterministic; /**< -1 = LIBREDUCE_DETERMINISTIC, 0 = off, 1 = rank order. */
+} rdCommConfig_t;
+
+#define RD_COMM_CONFIG_INITIALIZER \
+  { sizeof(rdCommConfig_t), 0, 0, 0, rdAlgoDefault, -1 }
+
+/**
+ * Creates a unique id for a new communicator, to be called once (usually on rank 0).
+ * Reducers come from LIBREDUCE_REDUCERS and the secret from LIBREDUCE_SECRET(_FILE). Without
+ * reducers this process starts a small rendezvous service that lives until the process exits,
+ * and the communicator uses ring all-reduce.
+ */
+RD_API rdResult_t rdGetUniqueId(rdUniqueId* id);
+
+/**
+ * Like ::rdGetUniqueId with an explicit comma-separated reducer list ("host:port,...") and
+ * secret (NULL or "" = none).
+ */
+RD_API rdResult_t rdGetUniqueIdFor(const char* reducers, const char* secret, rdUniqueId* id);
+
+/**
+ * Joins the communicator described by @p id as @p rank of @p nranks (1..65536). Blocks until
+ * every rank has joined every reducer, or fails after LIBREDUCE_TIMEOUT_MS naming the reducer or
+ * the ranks that are missing. A wrong secret fails with ::rdAuthFailed on both sides.
+ */
+RD_API rdResult_t rdCommInitRank(rdComm_t* comm, int nranks, rdUniqueId id, int rank);
+
+/** ::rdCommInitRank with settings; @p config may be NULL. */
+RD_API rdResult_t rdCommInitRankConfig(rdComm_t* comm, int nranks, rdUniqueId id, int rank,
+                                       const rdCommConfig_t* config);
+
+/**
+ * Creates a communicator from the environment: LIBREDUCE_REDUCERS, LIBREDUCE_COMM_ID, the
+ * secret, and the rank and size from LIBREDUCE_RANK / LIBREDUCE_WORLD_SIZE or RANK / WORLD_SIZE.
+ * Without reducers, rank 0 serves the rendezvous on MASTER_ADDR:MASTER_PORT and the ranks use
+ * ring all-reduce.
+ */
+RD_API rdResult_t rdCommInitFromEnv(rdComm_t* comm);
+
+/**
+ * Fails every pending operation with ::rdAborted and closes the connections without waiting for
+ * any peer. Returns at once (well under a second), even when peers are dead or frozen.
+ */
+RD_API rdResult_t rdCommAbort(rdComm_t comm);
+
+/** Leaves the communicator and frees it. Bounded in time, also after ::rdCommAbort. */
+RD_API rdResult_t rdCommDestroy(rdComm_t comm);
+
+/** Number of ranks. */
+RD_API rdResult_t rdCommCount(rdComm_t comm, int* count);
+
+/** This process's rank. */
+RD_API rdResult_t rdCommUserRank(rdComm_t comm, int* rank);
+
+/**
+ * The error that failed the communicator (::rdSuccess while healthy). Its text is available
+ * through ::rdGetLastError after this call.
+ */
+RD_API rdResult_t rdCommGetAsyncError(rdComm_t comm, rdResult_t* error);
+
+/**
+ * All-reduce of @p count elements: every rank ends with the element-wise reduction of all ranks'
+ * @p sendbuf in its @p recvbuf. In place when @p sendbuf == @p recvbuf. Semantics of each
+ * operator and dtype as for ::rdLocalReduce (avg divides by the number of ranks).
+ */
+RD_API rdResult_t rdAllReduce(const void* sendbuf, void* recvbuf, size_t count, rdDataType_t dtype,
+                              rdRedOp_t op, rdComm_t comm);
+
+/**
+ * Reduce-scatter: rank r receives elements [r * @p recvcount, (r + 1) * @p recvcount) of the
+ * reduction of all ranks' @p sendbuf (nranks * @p recvcount elements each).
+ */
+RD_API rdResult_t rdReduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                  rdDataType_t dtype, rdRedOp_t op, rdComm_t comm);
+
+/** All-gather: @p recvbuf (nranks * @p sendcount elements) gets every rank's @p sendbuf in rank
+ * order. */
+RD_API rdResult_t rdAllGather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                              rdDataType_t dtype, rdComm_t comm);
+
+/** Broadcast of @p root's @p sendbuf into every rank's @p recvbuf (only root's sendbuf is read). */
+RD_API rdResult_t rdBroadcast(const void* sendbuf, void* recvbuf, size_t count, rdDataType_t dtype,
+                              int root, rdComm_t comm);
+
+/** Returns once every rank has entered the barrier. */
+RD_API rdResult_t rdBarrier(rdComm_t comm);
+
+/** Asynchronous forms: post the operation and return a request at once. */
+RD_API rdResult_t rdAllReduceAsync(const void* sendbuf, void* recvbuf, size_t count,
+                                   rdDataType_t dtype, rdRedOp_t op, rdComm_t comm,
+                                   rdRequest_t* request);
+RD_API rdResult_t rdReduceScatterAsync(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                       rdDataType_t dtype, rdRedOp_t op, rdComm_t comm,
+                                       rdRequest_t* request);
+RD_API rdResult_t rdAllGatherAsync(const void* sendbuf, void* recvbuf, size_t sendcount,
+                                   rdDataType_t dtype, rdComm_t comm, rdRequest_t* request);
+RD_API rdResult_t rdBroadcastAsync(const void* sendbuf, void* recvbuf, size_t count,
+                                   rdDataType_t dtype, int root, rdComm_t comm,
+                                   rdRequest_t* request);
+RD_API rdResult_t rdBarrierAsync(rdComm_t comm, rdRequest_t* request);
+
+/** ::rdSuccess when done, ::rdInProgress while running, or the operation's error. */
+RD_API rdResult_t rdRequestTest(rdRequest_t request);
+
+/**
+ * Waits up to @p timeout_ms (-1 = until the operation ends, which its own timeouts bound).
+ * Returns the operation's status, or ::rdInProgress when the wait ran out first.
+ */
+RD_API rdResult_t rdRequestWait(rdRequest_t request, int timeout_ms);
+
+/** Frees a request. A request still running keeps running; its buffers must stay valid. */
+RD_API rdResult_t rdRequestFree(rdRequest_t request);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* LIBREDUCE_COMM_H */

@@ -1,0 +1,257 @@
+// The C API of communicators and collectives (include/libreduce/comm.h).
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "collectives/communicator.h"
+#include "collectives/unique_id.h"
+#include "common/check.h"
+#include "common/settings.h"
+#include "libreduce/reduce.h"
+#include "protocol/chunking.h"
+
+struct rdComm {
+  std::unique_ptr<rd::coll::Communicator> impl;
+};
+
+struct rdRequest {
+  std::shared_ptr<rd::coll::Request> request;
+};
+
+namespace {
+
+using rd::coll::OpDesc;
+using rd::wire::Coll;
+
+rdResult_t checkComm(rdComm_t comm) {
+  if (comm == nullptr || !comm->impl) return rd::setError(rdInvalidArgument, "comm is NULL");
+  return rdSuccess;
+}
+
+rdResult_t checkBuffers(const OpDesc& d, uint32_t nranks, uint32_t rank) {
+  if (d.dtype < 0 || d.dtype >= rdNumDataTypes) {
+    return rd::setErrorf(rdInvalidArgument, "invalid dtype %d", static_cast<int>(d.dtype));
+  }
+  if (d.op < 0 || d.op >= rdNumRedOps) {
+    return rd::setErrorf(rdInvalidArgument, "invalid op %d", static_cast<int>(d.op));
+  }
+  if (d.count > rd::wire::kMaxCount / nranks) {
+    return rd::setErrorf(rdInvalidArgument, "count %llu is too large",
+                         static_cast<unsigned long long>(d.count));
+  }
+  if (d.coll == Coll::kBroadcast && d.root >= nranks) {
+    return rd::setErrorf(rdInvalidArgument, "root %u out of range (%u ranks)", d.root, nranks);
+  }
+  bool reads_send = d.coll != Coll::kBroadcast || rank == d.root;
+  if (d.count != 0 && (d.recv == nullptr || (reads_send && d.send == nullptr))) {
+    return rd::setError(rdInvalidArgument, "NULL buffer with a non-zero count");
+  }
+  return rdSuccess;
+}
+
+rdResult_t postOp(rdComm_t comm, OpDesc desc, rdRequest_t* out) {
+  rd::clearLastError();
+  if (comm == nullptr || !comm->impl) return rd::setError(rdInvalidArgument, "comm is NULL");
+  if (out == nullptr) return rd::setError(rdInvalidArgument, "request is NULL");
+  const auto& cfg = comm->impl->config();
+  RD_CHECK(checkBuffers(desc, cfg.nranks, cfg.rank));
+  desc.ring = desc.coll == Coll::kAllReduce && cfg.ring;
+  if (!desc.ring && cfg.reducers.empty()) {
+    return rd::setError(rdUnsupported,
+                        "this communicator has no reducers: only all-reduce (ring) is available");
+  }
+  std::shared_ptr<rd::coll::Request> request;
+  RD_CHECK(comm->impl->post(desc, &request));
+  *out = new rdRequest{std::move(request)};
+  return rdSuccess;
+}
+
+rdResult_t runOp(rdComm_t comm, const OpDesc& desc) {
+  rdRequest_t request = nullptr;
+  RD_CHECK(postOp(comm, desc, &request));
+  rdResult_t status = request->request->wait(-1);
+  delete request;
+  return status;
+}
+
+OpDesc makeDesc(Coll coll, const void* send, void* recv, size_t count, rdDataType_t dtype,
+                rdRedOp_t op, int root) {
+  OpDesc d;
+  d.coll = coll;
+  d.send = send;
+  d.recv = recv;
+  d.count = count;
+  d.dtype = dtype;
+  d.op = op;
+  d.root = static_cast<uint32_t>(root < 0 ? UINT32_MAX : root);
+  return d;
+}
+
+}  // namespace
+
+extern "C" {
+
+rdResult_t rdGetUniqueId(rdUniqueId* id) {
+  rd::clearLastError();
+  std::string secret;
+  RD_CHECK(rd::auth::secretFromSettings(&secret));
+  std::string reducers = rd::settings::rawValue(rd::settings::Id::kReducers);
+  return rd::coll::makeUniqueId(reducers, secret, id);
+}
+
+rdResult_t rdGetUniqueIdFor(const char* reducers, const char* secret, rdUniqueId* id) {
+  rd::clearLastError();
+  return rd::coll::makeUniqueId(reducers ? reducers : "", secret ? secret : "", id);
+}
+
+rdResult_t rdCommInitRankConfig(rdComm_t* comm, int nranks, rdUniqueId id, int rank,
+                                const rdCommConfig_t* config) {
+  rd::clearLastError();
+  if (comm == nullptr) return rd::setError(rdInvalidArgument, "comm is NULL");
+  *comm = nullptr;
+  if (nranks < 1 || nranks > 65536 || rank < 0 || rank >= nranks) {
+    return rd::setErrorf(rdInvalidArgument, "rank %d of %d ranks is not valid", rank, nranks);
+  }
+  rd::coll::CommConfig cfg;
+  RD_CHECK(rd::coll::configFromSettings(&cfg));
+  RD_CHECK(rd::coll::readUniqueId(id, &cfg));
+  RD_CHECK(rd::coll::applyConfig(config, &cfg));
+  cfg.rank = static_cast<uint32_t>(rank);
+  cfg.nranks = static_cast<uint32_t>(nranks);
+  std::unique_ptr<rd::coll::Communicator> impl;
+  RD_CHECK(rd::coll::Communicator::create(cfg, &impl));
+  *comm = new rdComm{std::move(impl)};
+  return rdSuccess;
+}
+
+rdResult_t rdCommInitRank(rdComm_t* comm, int nranks, rdUniqueId id, int rank) {
+  return rdCommInitRankConfig(comm, nranks, id, rank, nullptr);
+}
+
+rdResult_t rdCommInitFromEnv(rdComm_t* comm) {
+  rd::clearLastError();
+  if (comm == nullptr) return rd::setError(rdInvalidArgument, "comm is NULL");
+  *comm = nullptr;
+  rd::coll::CommConfig cfg;
+  RD_CHECK(rd::coll::configFromSettings(&cfg));
+  RD_CHECK(rd::coll::configFromLauncherEnv(&cfg));
+  std::unique_ptr<rd::coll::Communicator> impl;
+  RD_CHECK(rd::coll::Communicator::create(cfg, &impl));
+  *comm = new rdComm{std::move(impl)};
+  return rdSuccess;
+}
+
+rdResult_t rdCommAbort(rdComm_t comm) {
+  rd::clearLastError();
+  RD_CHECK(checkComm(comm));
+  comm->impl->abort();
+  return rdSuccess;
+}
+
+rdResult_t rdCommDestroy(rdComm_t comm) {
+  rd::clearLastError();
+  if (comm == nullptr) return rdSuccess;
+  delete comm;
+  return rdSuccess;
+}
+
+rdResult_t rdCommCount(rdComm_t comm, int* count) {
+  RD_CHECK(checkComm(comm));
+  if (count == nullptr) return rd::setError(rdInvalidArgument, "count is NULL");
+  *count = static_cast<int>(comm->impl->config().nranks);
+  return rdSuccess;
+}
+
+rdResult_t rdCommUserRank(rdComm_t comm, int* rank) {
+  RD_CHECK(checkComm(comm));
+  if (rank == nullptr) return rd::setError(rdInvalidArgument, "rank is NULL");
+  *rank = static_cast<int>(comm->impl->config().rank);
+  return rdSuccess;
+}
+
+rdResult_t rdCommGetAsyncError(rdComm_t comm, rdResult_t* error) {
+  RD_CHECK(checkComm(comm));
+  if (error == nullptr) return rd::setError(rdInvalidArgument, "error is NULL");
+  *error = comm->impl->asyncError();
+  return rdSuccess;
+}
+
+rdResult_t rdAllReduceAsync(const void* sendbuf, void* recvbuf, size_t count, rdDataType_t dtype,
+                            rdRedOp_t op, rdComm_t comm, rdRequest_t* request) {
+  return postOp(comm, makeDesc(Coll::kAllReduce, sendbuf, recvbuf, count, dtype, op, 0), request);
+}
+
+rdResult_t rdReduceScatterAsync(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                rdDataType_t dtype, rdRedOp_t op, rdComm_t comm,
+                                rdRequest_t* request) {
+  return postOp(comm, makeDesc(Coll::kReduceScatter, sendbuf, recvbuf, recvcount, dtype, op, 0),
+                request);
+}
+
+rdResult_t rdAllGatherAsync(const void* sendbuf, void* recvbuf, size_t sendcount,
+                            rdDataType_t dtype, rdComm_t comm, rdRequest_t* request) {
+  return postOp(comm, makeDesc(Coll::kAllGather, sendbuf, recvbuf, sendcount, dtype, rdSum, 0),
+                request);
+}
+
+rdResult_t rdBroadcastAsync(const void* sendbuf, void* recvbuf, size_t count, rdDataType_t dtype,
+                            int root, rdComm_t comm, rdRequest_t* request) {
+  return postOp(comm, makeDesc(Coll::kBroadcast, sendbuf, recvbuf, count, dtype, rdSum, root),
+                request);
+}
+
+rdResult_t rdBarrierAsync(rdComm_t comm, rdRequest_t* request) {
+  // A barrier is an empty all-reduce through the reducers: one chunk that every rank must send.
+  OpDesc d = makeDesc(Coll::kAllReduce, nullptr, nullptr, 0, rdUint8, rdSum, 0);
+  if (comm != nullptr && comm->impl && comm->impl->config().reducers.empty()) {
+    return rd::setError(rdUnsupported, "barrier needs reducers (this communicator has none)");
+  }
+  return postOp(comm, d, request);
+}
+
+rdResult_t rdAllReduce(const void* sendbuf, void* recvbuf, size_t count, rdDataType_t dtype,
+                       rdRedOp_t op, rdComm_t comm) {
+  return runOp(comm, makeDesc(Coll::kAllReduce, sendbuf, recvbuf, count, dtype, op, 0));
+}
+
+rdResult_t rdReduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount, rdDataType_t dtype,
+                           rdRedOp_t op, rdComm_t comm) {
+  return runOp(comm, makeDesc(Coll::kReduceScatter, sendbuf, recvbuf, recvcount, dtype, op, 0));
+}
+
+rdResult_t rdAllGather(const void* sendbuf, void* recvbuf, size_t sendcount, rdDataType_t dtype,
+                       rdComm_t comm) {
+  return runOp(comm, makeDesc(Coll::kAllGather, sendbuf, recvbuf, sendcount, dtype, rdSum, 0));
+}
+
+rdResult_t rdBroadcast(const void* sendbuf, void* recvbuf, size_t count, rdDataType_t dtype,
+                       int root, rdComm_t comm) {
+  return runOp(comm, makeDesc(Coll::kBroadcast, sendbuf, recvbuf, count, dtype, rdSum, root));
+}
+
+rdResult_t rdBarrier(rdComm_t comm) {
+  rdRequest_t request = nullptr;
+  RD_CHECK(rdBarrierAsync(comm, &request));
+  rdResult_t status = request->request->wait(-1);
+  delete request;
+  return status;
+}
+
+rdResult_t rdRequestTest(rdRequest_t request) {
+  if (request == nullptr) return rd::setError(rdInvalidArgument, "request is NULL");
+  return request->request->test();
+}
+
+rdResult_t rdRequestWait(rdRequest_t request, int timeout_ms) {
+  if (request == nullptr) return rd::setError(rdInvalidArgument, "request is NULL");
+  return request->request->wait(timeout_ms);
+}
+
+rdResult_t rdRequestFree(rdRequest_t request) {
+  delete request;
+  return rdSuccess;
+}
+
+}  // extern "C"

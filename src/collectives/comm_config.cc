@@ -1,0 +1,100 @@
+// Communicator settings from the LIBREDUCE_* table, and the address a worker listens on.
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <sstream>
+
+#include "collectives/communicator.h"
+#include "common/check.h"
+#include "common/settings.h"
+
+namespace rd::coll {
+
+namespace {
+
+std::vector<std::string> splitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t a = item.find_first_not_of(" \t");
+    size_t b = item.find_last_not_of(" \t");
+    if (a != std::string::npos) out.push_back(item.substr(a, b - a + 1));
+  }
+  return out;
+}
+
+}  // namespace
+
+rdResult_t parseReducerList(const std::string& text, std::vector<std::string>* out) {
+  *out = splitList(text);
+  for (const auto& address : *out) {
+    std::string host;
+    uint16_t port = 0;
+    RD_CHECK(transport::splitAddress(address, &host, &port));
+    if (port == 0) {
+      return setErrorf(rdInvalidArgument, "reducer address '%s' needs a port", address.c_str());
+    }
+  }
+  if (out->size() > 1024) return setError(rdInvalidArgument, "more than 1024 reducers");
+  return rdSuccess;
+}
+
+std::string localAddressToward(const std::string& address) {
+  std::string host;
+  uint16_t port = 0;
+  if (transport::splitAddress(address, &host, &port) != rdSuccess) return "127.0.0.1";
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) {
+    return "127.0.0.1";
+  }
+  auto* target = reinterpret_cast<sockaddr_in*>(found->ai_addr);
+  target->sin_port = htons(port == 0 ? 9 : port);
+  std::string local = "127.0.0.1";
+  // A UDP "connect" sends nothing; it only asks the kernel which source address it would use.
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_in me{};
+    socklen_t len = sizeof me;
+    char text[INET_ADDRSTRLEN] = {};
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len) == 0 &&
+        inet_ntop(AF_INET, &me.sin_addr, text, sizeof text) != nullptr) {
+      local = text;
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  freeaddrinfo(found);
+  return local;
+}
+
+rdResult_t configFromSettings(CommConfig* config) {
+  using settings::Id;
+  RD_CHECK(parseReducerList(settings::rawValue(Id::kReducers), &config->reducers));
+  RD_CHECK(auth::secretFromSettings(&config->secret));
+  std::string algo;
+  RD_CHECK(settings::readChoice(Id::kAlgo, &algo));
+  config->ring = algo == "ring" || (algo == "auto" && config->reducers.empty());
+  if (algo == "rs" && config->reducers.empty()) {
+    return setError(rdInvalidArgument,
+                    "LIBREDUCE_ALGO=rs needs reducers: set LIBREDUCE_REDUCERS to host:port,...");
+  }
+  uint64_t chunk = 0;
+  RD_CHECK(settings::readSize(Id::kChunkBytes, &chunk));
+  config->chunk_bytes = chunk;
+  int64_t value = 0;
+  RD_CHECK(settings::readInt(Id::kWindow, &value));
+  config->window = static_cast<uint32_t>(value);
+  RD_CHECK(settings::readInt(Id::kTimeoutMs, &value));
+  config->timeout_ms = static_cast<uint32_t>(value);
+  RD_CHECK(settings::readInt(Id::kDeterministic, &value));
+  config->deterministic = value != 0;
+  config->listen_host = settings::rawValue(Id::kListenHost);
+  return rdSuccess;
+}
+
+}  // namespace rd::coll

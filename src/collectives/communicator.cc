@@ -1,0 +1,314 @@
+#include "collectives/communicator.h"
+
+#include <cstring>
+
+#include "common/check.h"
+#include "common/log.h"
+
+namespace rd::coll {
+
+Communicator::Communicator(const CommConfig& config) : config_(config) {}
+
+rdResult_t Communicator::create(const CommConfig& config, std::unique_ptr<Communicator>* out) {
+  if (config.nranks == 0 || config.rank >= config.nranks || config.nranks > wire::kMaxRanks) {
+    return setErrorf(rdInvalidArgument, "rank %u of %u ranks is not valid", config.rank,
+                     config.nranks);
+  }
+  if (config.reducers.empty() && config.rendezvous.empty()) {
+    return setError(rdInvalidArgument, "no reducers and no rendezvous address given");
+  }
+  std::unique_ptr<Communicator> comm(new Communicator(config));
+  RD_CHECK(comm->start());
+  RD_CHECK(comm->join());
+  *out = std::move(comm);
+  return rdSuccess;
+}
+
+rdResult_t Communicator::start() {
+  transport::Handlers h;
+  h.on_message = [this](transport::ConnId c, const void* hdr, size_t len, transport::Payload p) {
+    onMessage(c, hdr, len, std::move(p));
+  };
+  h.on_failure = [this](transport::ConnId c, rdResult_t, const std::string& why) {
+    onFailure(c, why);
+  };
+  h.on_tick = [this] { onTick(); };
+  transport::Options topts;
+  topts.name = "libreduce-rank" + std::to_string(config_.rank);
+  RD_CHECK(transport::createUcxTransport(topts, std::move(h), &transport_));
+  std::vector<std::string> targets = config_.reducers;
+  if (targets.empty()) targets.push_back(config_.rendezvous);
+  for (const auto& address : targets) links_.push_back(ReducerLink{address});
+  if (config_.listen_host.empty()) config_.listen_host = localAddressToward(targets.front());
+  return transport_->runSync([this] {
+    RD_CHECK(transport_->listen(config_.listen_host, 0, &listen_address_));
+    for (auto& link : links_) RD_CHECK(transport_->connect(link.address, &link.conn));
+    return rdSuccess;
+  });
+}
+
+rdResult_t Communicator::join() {
+  join_request_ = std::make_shared<Request>();
+  transport_->post([this] {
+    for (uint32_t i = 0; i < links_.size(); ++i) {
+      ReducerLink& link = links_[i];
+      link.nonce = auth::makeNonce();
+      wire::HelloBody body;
+      body.chunk_bytes = config_.chunk_bytes;
+      body.timeout_ms = config_.timeout_ms;
+      std::memcpy(body.nonce, link.nonce.data(), link.nonce.size());
+      auto text = std::make_shared<std::string>(wire::encodeHello(body, listen_address_));
+      wire::Header h = header(wire::MsgType::kHello, i);
+      h.payload_bytes = text->size();
+      transport_->send(link.conn, &h, sizeof h, text->data(), text->size(), [text](rdResult_t) {});
+    }
+  });
+  // The reducers time a join out after timeout_ms and say who is missing: wait a little longer.
+  rdResult_t st =
+      join_request_->wait(static_cast<int>(config_.timeout_ms + config_.timeout_ms / 2));
+  if (st == rdInProgress) {
+    std::string pending;
+    transport_->runSync([&] {
+      for (uint32_t i = 0; i < links_.size(); ++i) {
+        if (links_[i].epoch == 0) pending += (pending.empty() ? "" : ", ") + reducerName(i);
+      }
+      return rdSuccess;
+    });
+    return setErrorf(rdTimeout, "rank %u: join not completed within %u ms by %s", config_.rank,
+                     config_.timeout_ms, pending.c_str());
+  }
+  return st;
+}
+
+Communicator::~Communicator() {
+  if (!transport_) return;
+  // Tell the reducers this rank leaves (unless aborted), then drop every operation on the
+  // progress thread: they hold payloads that belong to the transport.
+  auto left = std::make_shared<Request>();
+  transport_->post([this, left] {
+    int pending = 0;
+    auto remaining = std::make_shared<int>(0);
+    if (!aborted_ && failure_status_ == rdSuccess) {
+      for (uint32_t i = 0; i < links_.size(); ++i) {
+        if (links_[i].epoch == 0) continue;
+        wire::Header h = header(wire::MsgType::kLeave, i);
+        ++*remaining;
+        ++pending;
+        transport_->send(links_[i].conn, &h, sizeof h, nullptr, 0, [left, remaining](rdResult_t) {
+          if (--*remaining == 0) left->complete(rdSuccess);
+        });
+      }
+    }
+    if (pending == 0) left->complete(rdSuccess);
+  });
+  left->wait(500);
+  transport_->runSync([this] {
+    for (auto& op : snapshot()) op->fail(rdAborted, "communicator destroyed");
+    ops_.clear();
+    early_.clear();
+    return rdSuccess;
+  });
+  transport_.reset();
+}
+
+std::string Communicator::reducerName(uint32_t reducer) const {
+  if (config_.reducers.empty()) return "rendezvous " + links_[reducer].address;
+  return "reducer " + std::to_string(reducer) + " (" + links_[reducer].address + ")";
+}
+
+wire::Header Communicator::header(wire::MsgType type, uint32_t reducer) const {
+  wire::Header h =
+      wire::makeHeader(type, config_.comm_id, reducer < links_.size() ? links_[reducer].epoch : 0,
+                       config_.rank, config_.nranks);
+  if (config_.deterministic) h.flags |= wire::kFlagDeterministic;
+  return h;
+}
+
+int Communicator::linkOf(transport::ConnId conn) const {
+  for (size_t i = 0; i < links_.size(); ++i) {
+    if (links_[i].conn == conn) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void Communicator::onMessage(transport::ConnId conn, const void* header, size_t len,
+                             transport::Payload p) {
+  wire::Header h;
+  std::string why;
+  int link = linkOf(conn);
+  if (wire::parseHeader(header, len, p.size(), &h, &why) != rdSuccess ||
+      h.comm_id != config_.comm_id) {
+    std::string from = link >= 0 ? reducerName(link) : transport_->peerName(conn);
+    failAll(rdProtocolError,
+            "malformed message from " + from + ": " + (why.empty() ? "another communicator" : why));
+    return;
+  }
+  auto type = static_cast<wire::MsgType>(h.type);
+  if (type == wire::MsgType::kRing) {
+    if (h.chunk == UINT32_MAX) return;  // a neighbour introducing its connection
+    auto it = ops_.find(h.seq);
+    if (it != ops_.end()) {
+      it->second->onMessage(conn, h, p);
+    } else if (h.seq >= next_seq_) {
+      early_[h.seq].push_back(EarlyMessage{conn, h, std::move(p)});
+    }
+    return;
+  }
+  if (link < 0) {
+    failAll(rdProtocolError, std::string("unexpected ") + wire::typeName(h.type) + " from " +
+                                 transport_->peerName(conn));
+    return;
+  }
+  if (links_[link].epoch == 0) {
+    onJoinMessage(static_cast<uint32_t>(link), h, p);
+    return;
+  }
+  if (type == wire::MsgType::kError && config_.reducers.empty()) {
+    return;  // the rendezvous is not in the data path: its later news (a rank left) is moot
+  }
+  if (type == wire::MsgType::kError) {
+    const auto* bytes = static_cast<const char*>(p.data());
+    std::string text = bytes != nullptr ? std::string(bytes, p.size()) : std::string();
+    auto status = static_cast<rdResult_t>(h.status < 0 ? h.status : rdRemoteError);
+    if (h.seq == UINT64_MAX) {
+      failAll(status, text);
+    } else if (auto it = ops_.find(h.seq); it != ops_.end()) {
+      it->second->fail(status, text);
+      reapFinished();
+    }
+    return;
+  }
+  if (h.epoch != links_[link].epoch) {
+    failAll(rdProtocolError, reducerName(link) + " sent a message of another epoch");
+    return;
+  }
+  auto it = ops_.find(h.seq);
+  if (it != ops_.end()) {
+    it->second->onMessage(conn, h, p);
+    reapFinished();
+  } else if (h.seq >= next_seq_) {
+    // All-gather and broadcast results do not wait for this rank: they may come first.
+    early_[h.seq].push_back(EarlyMessage{conn, h, std::move(p)});
+  }
+}
+
+std::vector<std::shared_ptr<Operation>> Communicator::snapshot() const {
+  // Operations may fail the communicator (and so remove operations) from inside a loop.
+  std::vector<std::shared_ptr<Operation>> ops;
+  for (const auto& [seq, op] : ops_) ops.push_back(op);
+  return ops;
+}
+
+void Communicator::reapFinished() {
+  for (auto it = ops_.begin(); it != ops_.end();) {
+    it = it->second->finished() ? ops_.erase(it) : std::next(it);
+  }
+}
+
+void Communicator::onFailure(transport::ConnId conn, const std::string& reason) {
+  int link = linkOf(conn);
+  if (link >= 0 && config_.reducers.empty() && links_[link].epoch != 0) {
+    return;  // the rendezvous went away after the join: the ring does not need it
+  }
+  if (link >= 0) {
+    failAll(rdConnectionError, reducerName(link) + ": " + reason);
+  } else if (conn == ring_next_) {
+    failAll(rdConnectionError, "ring neighbour rank " +
+                                   std::to_string((config_.rank + 1) % config_.nranks) + ": " +
+                                   reason);
+  } else {
+    failAll(rdConnectionError,
+            "ring neighbour rank " +
+                std::to_string((config_.rank + config_.nranks - 1) % config_.nranks) + ": " +
+                reason);
+  }
+}
+
+void Communicator::failAll(rdResult_t status, const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    if (failure_status_ == rdSuccess) {
+      failure_status_ = status;
+      failure_ = "rank " + std::to_string(config_.rank) + ": " + reason;
+      RD_LOG_INFO("%s", failure_.c_str());
+    }
+  }
+  if (join_request_) join_request_->complete(status, failure_);
+  for (auto& op : snapshot()) op->fail(status, failure_);
+  reapFinished();
+}
+
+rdResult_t Communicator::asyncError() {
+  std::lock_guard<std::mutex> lock(failure_mu_);
+  if (failure_status_ == rdSuccess) return rdSuccess;
+  return setError(failure_status_, failure_);
+}
+
+void Communicator::onTick() {
+  auto now = Clock::now();
+  for (auto& op : snapshot()) op->onTick(now);
+  reapFinished();
+}
+
+rdResult_t Communicator::post(const OpDesc& desc, std::shared_ptr<Request>* request) {
+  RD_CHECK(asyncError());
+  if (aborted_) return setError(rdAborted, "communicator was aborted");
+  auto req = std::make_shared<Request>();
+  *request = req;
+  transport_->post([this, desc, req] {
+    uint64_t seq = next_seq_++;
+    {
+      std::lock_guard<std::mutex> lock(failure_mu_);
+      if (failure_status_ != rdSuccess) {
+        req->complete(failure_status_, failure_);
+        return;
+      }
+    }
+    std::shared_ptr<Operation> op =
+        desc.ring ? makeRingOp(this, desc, seq, req) : makeReducerOp(this, desc, seq, req);
+    startOp(std::move(op));
+  });
+  return rdSuccess;
+}
+
+void Communicator::startOp(const std::shared_ptr<Operation>& op) {
+  Operation* raw = op.get();
+  uint64_t seq = op->seq();
+  ops_[seq] = op;
+  raw->start();
+  auto early = early_.find(seq);
+  if (early != early_.end()) {
+    auto messages = std::move(early->second);
+    early_.erase(early);
+    for (auto& m : messages) {
+      if (raw->finished()) break;
+      raw->onMessage(m.conn, m.header, m.payload);
+    }
+  }
+  reapFinished();
+}
+
+transport::ConnId Communicator::ringNext() {
+  if (ring_next_ != 0) return ring_next_;
+  uint32_t next = (config_.rank + 1) % config_.nranks;
+  if (transport_->connect(peer_addresses_.at(next), &ring_next_) != rdSuccess) {
+    failAll(rdConnectionError,
+            "cannot connect to ring neighbour rank " + std::to_string(next) + ": " + lastError());
+    return 0;
+  }
+  wire::Header hello = header(wire::MsgType::kRing, UINT32_MAX);
+  hello.chunk = UINT32_MAX;
+  transport_->send(ring_next_, &hello, sizeof hello, nullptr, 0, nullptr);
+  return ring_next_;
+}
+
+void Communicator::abort() {
+  aborted_ = true;
+  transport_->post([this] {
+    failAll(rdAborted, "communicator aborted");
+    for (auto& link : links_) transport_->close(link.conn);
+    if (ring_next_ != 0) transport_->close(ring_next_);
+  });
+}
+
+}  // namespace rd::coll

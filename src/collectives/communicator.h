@@ -1,0 +1,135 @@
+// The worker side of a communicator: its connections to the reducers (and ring neighbours),
+// the join handshake, and the operations in flight. Public calls post work to the transport's
+// progress thread and wait on a Request; everything else runs on that thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "collectives/operation.h"
+#include "collectives/request.h"
+#include "common/auth.h"
+#include "protocol/wire.h"
+#include "transport/transport.h"
+
+namespace rd::coll {
+
+struct CommConfig {
+  std::vector<std::string> reducers;  // data reducers; empty = ring only
+  std::string rendezvous;             // join point when there are no reducers
+  std::string secret;
+  uint64_t comm_id = 0;
+  uint32_t rank = 0;
+  uint32_t nranks = 1;
+  uint64_t chunk_bytes = 1 << 20;
+  uint32_t window = 4;
+  uint32_t timeout_ms = 60000;
+  bool ring = false;  // all-reduce algorithm
+  bool deterministic = false;
+  std::string listen_host;  // "" = derived from the first reducer / rendezvous
+};
+
+/** Parses "host:port,host:port"; every entry needs a non-zero port. */
+rdResult_t parseReducerList(const std::string& text, std::vector<std::string>* out);
+
+/** The local IPv4 address the kernel would use to reach @p address ("host:port"). */
+std::string localAddressToward(const std::string& address);
+
+/** Reads the LIBREDUCE_* settings into @p config (reducers, algorithm, chunking, timeout ...). */
+rdResult_t configFromSettings(CommConfig* config);
+
+class Communicator {
+ public:
+  /** Connects, authenticates and joins; blocks until joined, failed or timed out. */
+  static rdResult_t create(const CommConfig& config, std::unique_ptr<Communicator>* out);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  /** Posts an operation; @p request completes when it ends. */
+  rdResult_t post(const OpDesc& desc, std::shared_ptr<Request>* request);
+
+  /** Fails everything pending with rdAborted and force-closes; returns at once. */
+  void abort();
+
+  /** rdSuccess while healthy, else the error that failed the communicator (sets last error). */
+  rdResult_t asyncError();
+
+  const CommConfig& config() const { return config_; }
+
+  // --- for operations (progress thread) ---
+  struct ReducerLink {
+    std::string address;
+    transport::ConnId conn = 0;
+    uint32_t epoch = 0;
+    auth::Nonce nonce{};
+    bool welcomed = false;
+  };
+  transport::Transport& transport() { return *transport_; }
+  std::vector<ReducerLink>& reducers() { return links_; }
+  uint32_t dataReducers() const { return static_cast<uint32_t>(config_.reducers.size()); }
+  /** Header stamped for a reducer (its epoch) or a ring peer (epoch 0). */
+  wire::Header header(wire::MsgType type, uint32_t reducer) const;
+  /** Connection to the next rank in the ring (connects on first use); 0 when it failed. */
+  transport::ConnId ringNext();
+  /** Name of a reducer for messages: "reducer 1 (127.0.0.1:4000)". */
+  std::string reducerName(uint32_t reducer) const;
+  /** Fails the communicator: every operation and every later call get this error. */
+  void failAll(rdResult_t status, const std::string& reason);
+
+ private:
+  explicit Communicator(const CommConfig& config);
+  rdResult_t start();
+  rdResult_t join();
+  void onMessage(transport::ConnId conn, const void* header, size_t len, transport::Payload p);
+  void onJoinMessage(uint32_t link, const wire::Header& h, transport::Payload& p);
+  void onFailure(transport::ConnId conn, const std::string& reason);
+  void onTick();
+  void startOp(const std::shared_ptr<Operation>& op);
+  void reapFinished();
+  std::vector<std::shared_ptr<Operation>> snapshot() const;
+  int linkOf(transport::ConnId conn) const;
+
+  CommConfig config_;
+  std::unique_ptr<transport::Transport> transport_;
+  std::string listen_address_;
+  std::vector<ReducerLink> links_;
+  std::vector<std::string> peer_addresses_;
+  transport::ConnId ring_next_ = 0;
+  transport::ConnId ring_prev_ = 0;
+
+  // Join progress (progress thread), reported through join_request_.
+  uint32_t joined_links_ = 0;
+  std::map<uint32_t, auth::Nonce> reducer_nonces_;
+  std::shared_ptr<Request> join_request_;
+
+  uint64_t next_seq_ = 0;  // progress thread
+  std::map<uint64_t, std::shared_ptr<Operation>> ops_;
+  // Ring messages that arrive before their operation was posted here.
+  struct EarlyMessage {
+    transport::ConnId conn;
+    wire::Header header;
+    transport::Payload payload;
+  };
+  std::map<uint64_t, std::vector<EarlyMessage>> early_;
+
+  std::mutex failure_mu_;
+  rdResult_t failure_status_ = rdSuccess;
+  std::string failure_;
+  std::atomic<bool> aborted_{false};
+};
+
+/** Reduction-server operation (all-reduce, reduce-scatter, all-gather, broadcast, barrier). */
+std::shared_ptr<Operation> makeReducerOp(Communicator* comm, const OpDesc& desc, uint64_t seq,
+                                         std::shared_ptr<Request> request);
+
+/** Ring all-reduce between the workers. */
+std::shared_ptr<Operation> makeRingOp(Communicator* comm, const OpDesc& desc, uint64_t seq,
+                                      std::shared_ptr<Request> request);
+
+}  // namespace rd::coll

@@ -1,0 +1,63 @@
+// One collective operation in flight on a communicator. Operations live on the progress thread:
+// they start, receive the messages addressed to their sequence number, watch their own timeout,
+// and complete their Request exactly once.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "collectives/request.h"
+#include "protocol/wire.h"
+#include "transport/transport.h"
+
+namespace rd::coll {
+
+class Communicator;
+using Clock = std::chrono::steady_clock;
+
+/** What the caller asked for. */
+struct OpDesc {
+  wire::Coll coll = wire::Coll::kAllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  uint64_t count = 0;  // all-reduce / broadcast: elements; RS: recvcount; AG: sendcount
+  rdDataType_t dtype = rdFloat32;
+  rdRedOp_t op = rdSum;
+  uint32_t root = 0;
+  bool ring = false;  // all-reduce by ring instead of through the reducers
+};
+
+class Operation : public std::enable_shared_from_this<Operation> {
+ public:
+  Operation(Communicator* comm, OpDesc desc, uint64_t seq, std::shared_ptr<Request> request)
+      : comm_(comm), desc_(desc), seq_(seq), request_(std::move(request)) {}
+  virtual ~Operation() = default;
+
+  /** Sends what can be sent; may complete at once (count 0, one rank). */
+  virtual void start() = 0;
+
+  /** A message for this operation's sequence number. */
+  virtual void onMessage(transport::ConnId conn, const wire::Header& h,
+                         transport::Payload& payload) = 0;
+
+  /** Called about every 100 ms: fails the operation when its peers went silent. */
+  virtual void onTick(Clock::time_point now) = 0;
+
+  /** Fails the operation (communicator failed, aborted, error from a reducer). */
+  virtual void fail(rdResult_t status, const std::string& reason) = 0;
+
+  /** True once the request completed and no transfer touches the user's buffers any more. */
+  virtual bool finished() const = 0;
+
+  uint64_t seq() const { return seq_; }
+
+ protected:
+  Communicator* comm_;
+  OpDesc desc_;
+  uint64_t seq_;
+  std::shared_ptr<Request> request_;
+};
+
+}  // namespace rd::coll

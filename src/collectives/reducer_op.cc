@@ -1,0 +1,210 @@
+// Collectives through the reducers: the buffer is cut into chunks (protocol/chunking.h), each
+// chunk goes to its reducer with at most `window` chunks in flight per reducer, and results are
+// received straight into the output buffer while later chunks are still being sent.
+#include <cstring>
+#include <deque>
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "protocol/chunking.h"
+
+namespace rd::coll {
+
+namespace {
+
+class ReducerOp final : public Operation {
+ public:
+  using Operation::Operation;
+
+  void start() override;
+  void onMessage(transport::ConnId conn, const wire::Header& h,
+                 transport::Payload& payload) override;
+  void onTick(Clock::time_point now) override;
+  void fail(rdResult_t status, const std::string& reason) override;
+  bool finished() const override { return completed_ && receiving_ == 0 && sending_ == 0; }
+
+ private:
+  void pump(uint32_t reducer);
+  void succeedIfDone();
+  // Byte offset of a chunk in the send / receive buffer (RS and AG buffers hold one rank's part).
+  size_t sendOffset(const wire::ChunkSpan& s) const;
+  size_t recvOffset(const wire::ChunkSpan& s) const;
+
+  size_t esize_ = 0;
+  wire::Geometry g_;
+  uint32_t nreducers_ = 0;
+  std::vector<std::deque<uint32_t>> queue_;  // chunks still to send, per reducer
+  std::vector<uint32_t> in_flight_;          // chunks sent and not answered, per reducer
+  std::vector<uint8_t> answered_;            // per chunk
+  uint64_t expected_ = 0;                    // results + acks this rank waits for
+  uint64_t answered_count_ = 0;
+  uint64_t answered_headers_ = 0;
+  uint32_t receiving_ = 0;
+  uint32_t sending_ = 0;
+  bool completed_ = false;
+  Clock::time_point last_progress_ = Clock::now();
+};
+
+size_t ReducerOp::sendOffset(const wire::ChunkSpan& s) const {
+  uint64_t first = desc_.coll == wire::Coll::kAllGather ? s.offset - s.owner * g_.count : s.offset;
+  return first * esize_;
+}
+
+size_t ReducerOp::recvOffset(const wire::ChunkSpan& s) const {
+  uint64_t first =
+      desc_.coll == wire::Coll::kReduceScatter ? s.offset - s.owner * g_.count : s.offset;
+  return first * esize_;
+}
+
+void ReducerOp::start() {
+  const CommConfig& cfg = comm_->config();
+  esize_ = rdDataTypeSize(desc_.dtype);
+  g_ = wire::makeGeometry(desc_.coll, desc_.count, cfg.nranks, desc_.root, cfg.chunk_bytes, esize_);
+  if (g_.nchunks > UINT32_MAX) {
+    fail(rdInvalidArgument, "operation of " + std::to_string(desc_.count) +
+                                " elements needs too many chunks; raise LIBREDUCE_CHUNK_BYTES");
+    return;
+  }
+  // The part this rank already holds is copied locally, never sent back to it.
+  char* recv = static_cast<char*>(desc_.recv);
+  const char* send = static_cast<const char*>(desc_.send);
+  if (desc_.coll == wire::Coll::kAllGather) {
+    char* mine = recv + static_cast<size_t>(cfg.rank) * desc_.count * esize_;
+    if (mine != send && desc_.count != 0) std::memmove(mine, send, desc_.count * esize_);
+    desc_.send = mine;
+  } else if (desc_.coll == wire::Coll::kBroadcast && cfg.rank == desc_.root && send != recv &&
+             desc_.count != 0) {
+    std::memmove(recv, send, desc_.count * esize_);
+  }
+  nreducers_ = comm_->dataReducers();
+  queue_.assign(nreducers_, {});
+  in_flight_.assign(nreducers_, 0);
+  answered_.assign(g_.nchunks, 0);
+  for (uint64_t k = 0; k < g_.nchunks; ++k) {
+    bool gives = wire::contributes(g_, k, cfg.rank);
+    if (gives) queue_[wire::reducerFor(k, seq_, nreducers_)].push_back(static_cast<uint32_t>(k));
+    if (gives || wire::receivesResult(g_, k, cfg.rank)) ++expected_;
+  }
+  for (uint32_t m = 0; m < nreducers_; ++m) pump(m);
+  succeedIfDone();
+}
+
+void ReducerOp::pump(uint32_t m) {
+  auto& link = comm_->reducers()[m];
+  while (!completed_ && in_flight_[m] < comm_->config().window && !queue_[m].empty()) {
+    uint32_t k = queue_[m].front();
+    queue_[m].pop_front();
+    wire::ChunkSpan span = wire::chunkSpan(g_, k);
+    wire::Header h = comm_->header(wire::MsgType::kData, m);
+    h.coll = static_cast<uint8_t>(desc_.coll);
+    h.dtype = static_cast<uint8_t>(desc_.dtype);
+    h.op = static_cast<uint8_t>(desc_.op);
+    h.count = desc_.count;
+    h.root = desc_.root;
+    h.seq = seq_;
+    h.chunk = k;
+    h.payload_bytes = span.elems * esize_;
+    ++in_flight_[m];
+    ++sending_;
+    auto self = shared_from_this();
+    comm_->transport().send(link.conn, &h, sizeof h,
+                            static_cast<const char*>(desc_.send) + sendOffset(span),
+                            h.payload_bytes, [this, self](rdResult_t) { --sending_; });
+  }
+}
+
+void ReducerOp::onMessage(transport::ConnId conn, const wire::Header& h,
+                          transport::Payload& payload) {
+  if (completed_) return;
+  const uint32_t rank = comm_->config().rank;
+  auto type = static_cast<wire::MsgType>(h.type);
+  uint32_t m = h.chunk < g_.nchunks ? wire::reducerFor(h.chunk, seq_, nreducers_) : 0;
+  std::string problem;
+  if (type != wire::MsgType::kResult && type != wire::MsgType::kAck) {
+    problem = std::string("unexpected ") + wire::typeName(h.type) + " message";
+  } else if (h.chunk >= g_.nchunks || answered_[h.chunk] != 0 ||
+             conn != comm_->reducers()[m].conn) {
+    problem = "answer for chunk " + std::to_string(h.chunk) + " that it does not own or repeats";
+  } else if (type == wire::MsgType::kResult &&
+             (!wire::receivesResult(g_, h.chunk, rank) ||
+              payload.size() != wire::chunkSpan(g_, h.chunk).elems * esize_)) {
+    problem = "result for chunk " + std::to_string(h.chunk) + " of the wrong size";
+  } else if (type == wire::MsgType::kAck &&
+             (!wire::contributes(g_, h.chunk, rank) || wire::receivesResult(g_, h.chunk, rank))) {
+    problem = "acknowledgement for chunk " + std::to_string(h.chunk) + " it should not send";
+  }
+  if (!problem.empty()) {
+    comm_->failAll(rdProtocolError, comm_->reducerName(m) + " sent an " + problem);
+    return;
+  }
+  answered_[h.chunk] = 1;
+  ++answered_headers_;
+  last_progress_ = Clock::now();
+  if (wire::contributes(g_, h.chunk, rank)) {
+    --in_flight_[m];
+    pump(m);
+  }
+  if (type == wire::MsgType::kAck) {
+    ++answered_count_;
+    succeedIfDone();
+    return;
+  }
+  ++receiving_;
+  auto self = shared_from_this();
+  char* dst = static_cast<char*>(desc_.recv) + recvOffset(wire::chunkSpan(g_, h.chunk));
+  payload.receiveInto(dst, [this, self, m](rdResult_t status) {
+    --receiving_;
+    if (status != rdSuccess) {
+      fail(status, "rank " + std::to_string(comm_->config().rank) + ": receiving a result from " +
+                       comm_->reducerName(m) + " failed");
+      return;
+    }
+    ++answered_count_;
+    succeedIfDone();
+  });
+}
+
+void ReducerOp::succeedIfDone() {
+  if (completed_ || answered_count_ != expected_) return;
+  completed_ = true;
+  request_->complete(rdSuccess);
+}
+
+void ReducerOp::fail(rdResult_t status, const std::string& reason) {
+  if (completed_) return;
+  // Every answer is here and only its bytes are still landing: a rank that left after this
+  // operation (its leave overtakes our receives) must not fail it.
+  if (answered_headers_ == expected_ && status != rdAborted) return;
+  completed_ = true;
+  request_->complete(status, reason);
+}
+
+void ReducerOp::onTick(Clock::time_point now) {
+  const uint32_t timeout = comm_->config().timeout_ms;
+  // Reducers diagnose a missing rank after `timeout`; wait half as long again for their word.
+  if (completed_ || now - last_progress_ < std::chrono::milliseconds(timeout + timeout / 2)) {
+    return;
+  }
+  std::vector<uint8_t> silent(nreducers_, 0);
+  for (uint64_t k = 0; k < g_.nchunks; ++k) {
+    if (answered_[k] == 0 && (wire::contributes(g_, k, comm_->config().rank) ||
+                              wire::receivesResult(g_, k, comm_->config().rank))) {
+      silent[wire::reducerFor(k, seq_, nreducers_)] = 1;
+    }
+  }
+  std::string names;
+  for (uint32_t m = 0; m < nreducers_; ++m) {
+    if (silent[m] != 0) names += (names.empty() ? "" : ", ") + comm_->reducerName(m);
+  }
+  comm_->failAll(rdTimeout, "operation " + std::to_string(seq_) + ": no answer from " + names +
+                                " within " + std::to_string(timeout + timeout / 2) + " ms");
+}
+
+}  // namespace
+
+std::shared_ptr<Operation> makeReducerOp(Communicator* comm, const OpDesc& desc, uint64_t seq,
+                                         std::shared_ptr<Request> request) {
+  return std::make_shared<ReducerOp>(comm, desc, seq, std::move(request));
+}
+
+}  // namespace rd::coll

@@ -1,0 +1,57 @@
+// The completion of one asynchronous operation: completed once on the progress thread, tested
+// or waited on from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+
+#include "common/status.h"
+
+namespace rd::coll {
+
+class Request {
+ public:
+  /** Records the outcome (first call wins) and wakes the waiters. */
+  void complete(rdResult_t status, std::string error = std::string()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (status_ != rdInProgress) return;
+      status_ = status;
+      error_ = std::move(error);
+    }
+    cv_.notify_all();
+  }
+
+  /** rdSuccess, rdInProgress or the error (its text becomes the thread's last error). */
+  rdResult_t test() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return report();
+  }
+
+  /** Blocks up to @p timeout_ms (< 0 = no limit) for the outcome. */
+  rdResult_t wait(int timeout_ms) {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto done = [this] { return status_ != rdInProgress; };
+    if (timeout_ms < 0) {
+      cv_.wait(lock, done);
+    } else {
+      cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), done);
+    }
+    return report();
+  }
+
+ private:
+  rdResult_t report() {
+    if (status_ < 0) return setError(status_, error_);
+    return status_;
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  rdResult_t status_ = rdInProgress;
+  std::string error_;
+};
+
+}  // namespace rd::coll

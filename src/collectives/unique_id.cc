@@ -1,0 +1,197 @@
+#include "collectives/unique_id.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "common/auth.h"
+#include "common/check.h"
+#include "common/settings.h"
+#include "reduction_server/server.h"
+
+namespace rd::coll {
+
+namespace {
+
+constexpr const char* kIdTag = "libreduce-id-v1";
+
+std::string hex(const std::string& bytes) {
+  static const char* const kDigits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
+bool unhex(const std::string& text, std::string* out) {
+  if (text.size() % 2 != 0) return false;
+  out->clear();
+  for (size_t i = 0; i < text.size(); i += 2) {
+    char* end = nullptr;
+    std::string pair = text.substr(i, 2);
+    long v = std::strtol(pair.c_str(), &end, 16);
+    if (*end != '\0') return false;
+    out->push_back(static_cast<char>(v));
+  }
+  return true;
+}
+
+// FNV-1a: a stable 64-bit communicator id from a job's text id.
+uint64_t hashText(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h == 0 ? 1 : h;
+}
+
+std::string envOr(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] != '\0' ? v : fallback;
+}
+
+std::string routableHost() {
+  std::string configured = settings::rawValue(settings::Id::kListenHost);
+  if (!configured.empty()) return configured;
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) == 0) {
+    std::string local = localAddressToward(std::string(name) + ":9");
+    if (local.rfind("127.", 0) != 0) return local;
+  }
+  return "127.0.0.1";
+}
+
+}  // namespace
+
+rdResult_t startRendezvous(const std::string& host, uint16_t port, const std::string& secret,
+                           std::string* address) {
+  static std::mutex mu;
+  static std::unique_ptr<server::ReductionServer> rendezvous;  // lives until the process exits
+  std::lock_guard<std::mutex> lock(mu);
+  if (!rendezvous) {
+    server::ServerOptions options;
+    options.host = host;
+    options.port = port;
+    options.secret = secret;
+    options.memory_limit = 64ull << 20;
+    RD_CHECK(server::ReductionServer::start(options, &rendezvous));
+  }
+  *address = rendezvous->address();
+  return rdSuccess;
+}
+
+rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret, rdUniqueId* id) {
+  if (id == nullptr) return setError(rdInvalidArgument, "id is NULL");
+  std::vector<std::string> list;
+  RD_CHECK(parseReducerList(reducers, &list));
+  uint64_t comm_id = 0;
+  RD_CHECK(auth::randomBytes(&comm_id, sizeof comm_id));
+  std::string rendezvous;
+  if (list.empty()) RD_CHECK(startRendezvous(routableHost(), 0, secret, &rendezvous));
+  std::string text = std::string(kIdTag) + ";" + std::to_string(comm_id | 1) + ";" + hex(secret) +
+                     ";" + rendezvous + ";" + reducers;
+  if (text.size() >= sizeof id->internal) {
+    return setError(rdInvalidArgument, "reducer list and secret do not fit in a unique id");
+  }
+  std::memset(id->internal, 0, sizeof id->internal);
+  std::memcpy(id->internal, text.data(), text.size());
+  return rdSuccess;
+}
+
+rdResult_t readUniqueId(const rdUniqueId& id, CommConfig* config) {
+  std::string text(id.internal, strnlen(id.internal, sizeof id.internal));
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (int i = 0; i < 4; ++i) {
+    size_t semi = text.find(';', start);
+    if (semi == std::string::npos) break;
+    parts.push_back(text.substr(start, semi - start));
+    start = semi + 1;
+  }
+  parts.push_back(text.substr(start));
+  std::string secret;
+  if (parts.size() != 5 || parts[0] != kIdTag || !unhex(parts[2], &secret)) {
+    return setError(rdInvalidArgument, "not a libreduce unique id (use rdGetUniqueId)");
+  }
+  config->comm_id = std::strtoull(parts[1].c_str(), nullptr, 10);
+  config->secret = secret;
+  config->rendezvous = parts[3];
+  RD_CHECK(parseReducerList(parts[4], &config->reducers));
+  if (config->reducers.empty()) config->ring = true;
+  return rdSuccess;
+}
+
+rdResult_t applyConfig(const rdCommConfig_t* user, CommConfig* config) {
+  if (user == nullptr) return rdSuccess;
+  if (user->size < sizeof(rdCommConfig_t)) {
+    return setError(rdInvalidArgument,
+                    "rdCommConfig_t.size is wrong: start from "
+                    "RD_COMM_CONFIG_INITIALIZER");
+  }
+  if (user->chunk_bytes != 0) {
+    if (user->chunk_bytes < 4096 || user->chunk_bytes > (64u << 20)) {
+      return setError(rdInvalidArgument, "chunk_bytes must be in 4K..64M");
+    }
+    config->chunk_bytes = user->chunk_bytes;
+  }
+  if (user->window < 0 || user->window > 64) return setError(rdInvalidArgument, "window 0..64");
+  if (user->window != 0) config->window = static_cast<uint32_t>(user->window);
+  if (user->timeout_ms < 0) return setError(rdInvalidArgument, "timeout_ms must be >= 0");
+  if (user->timeout_ms != 0) config->timeout_ms = static_cast<uint32_t>(user->timeout_ms);
+  if (user->deterministic >= 0) config->deterministic = user->deterministic != 0;
+  if (user->algorithm == rdAlgoRing) config->ring = true;
+  if (user->algorithm == rdAlgoReductionServer) {
+    if (config->reducers.empty()) return setError(rdInvalidArgument, "no reducers in this id");
+    config->ring = false;
+  }
+  return rdSuccess;
+}
+
+rdResult_t configFromLauncherEnv(CommConfig* config) {
+  using settings::Id;
+  int64_t rank = -1, size = -1;
+  RD_CHECK(settings::readInt(Id::kRank, &rank));
+  RD_CHECK(settings::readInt(Id::kWorldSize, &size));
+  if (rank < 0) rank = std::atoll(envOr("RANK", "-1").c_str());
+  if (size < 0) size = std::atoll(envOr("WORLD_SIZE", "-1").c_str());
+  if (size < 1 || rank < 0 || rank >= size) {
+    return setErrorf(rdInvalidArgument,
+                     "rank %lld of %lld from the environment is not valid: set RANK and "
+                     "WORLD_SIZE (or LIBREDUCE_RANK and LIBREDUCE_WORLD_SIZE)",
+                     static_cast<long long>(rank), static_cast<long long>(size));
+  }
+  config->rank = static_cast<uint32_t>(rank);
+  config->nranks = static_cast<uint32_t>(size);
+  std::string master = envOr("MASTER_ADDR", "");
+  std::string master_port = envOr("MASTER_PORT", "");
+  std::string comm_text = settings::rawValue(Id::kCommId);
+  if (comm_text.empty() && !master.empty()) comm_text = master + ":" + master_port;
+  if (comm_text.empty()) {
+    return setError(rdInvalidArgument,
+                    "no communicator id: set LIBREDUCE_COMM_ID (or MASTER_ADDR)");
+  }
+  config->comm_id = hashText(comm_text);
+  if (config->reducers.empty()) {
+    // Ring only: rank 0 serves the rendezvous one port above MASTER_PORT (torch's store owns
+    // MASTER_PORT itself).
+    int port = std::atoi(master_port.c_str());
+    if (master.empty() || port <= 0 || port >= 65535) {
+      return setError(rdInvalidArgument,
+                      "no reducers (LIBREDUCE_REDUCERS) and no MASTER_ADDR / MASTER_PORT for a "
+                      "ring rendezvous");
+    }
+    config->rendezvous = master + ":" + std::to_string(port + 1);
+    if (config->rank == 0) {
+      std::string address;
+      RD_CHECK(startRendezvous(master, static_cast<uint16_t>(port + 1), config->secret, &address));
+    }
+  }
+  return rdSuccess;
+}
+
+}  // namespace rd::coll

@@ -1,0 +1,29 @@
+// How ranks learn the communicator's facts: the unique id (NCCL style) or the launcher's
+// environment. Without reducers, rank 0 runs a small in-process rendezvous (a ReductionServer
+// that only serves joins) and the ranks use ring all-reduce.
+#pragma once
+
+#include <string>
+
+#include "collectives/communicator.h"
+#include "libreduce/reduce.h"
+
+namespace rd::coll {
+
+/** Fills @p id with a fresh random comm id, the reducer list and the secret. */
+rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret, rdUniqueId* id);
+
+/** Reads an id made by makeUniqueId into @p config (reducers, rendezvous, comm id, secret). */
+rdResult_t readUniqueId(const rdUniqueId& id, CommConfig* config);
+
+/** Applies the fields of a caller's rdCommConfig_t that are set (NULL = none). */
+rdResult_t applyConfig(const rdCommConfig_t* user, CommConfig* config);
+
+/** Rank, size, comm id and rendezvous from LIBREDUCE_* / torchrun variables. */
+rdResult_t configFromLauncherEnv(CommConfig* config);
+
+/** Starts (once per process) the rendezvous service on @p host:@p port; gives its address. */
+rdResult_t startRendezvous(const std::string& host, uint16_t port, const std::string& secret,
+                           std::string* address);
+
+}  // namespace rd::coll

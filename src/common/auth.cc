@@ -1,0 +1,80 @@
+#include "common/auth.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "common/settings.h"
+#include "common/status.h"
+
+namespace rd::auth {
+
+rdResult_t randomBytes(void* out, size_t len) {
+  if (RAND_bytes(static_cast<unsigned char*>(out), static_cast<int>(len)) != 1) {
+    return setError(rdSystemError, "no random bytes available (OpenSSL RAND_bytes failed)");
+  }
+  return rdSuccess;
+}
+
+Nonce makeNonce() {
+  Nonce n{};
+  if (randomBytes(n.data(), n.size()) != rdSuccess) {
+    // Without entropy the join still works; the proof is only as fresh as the peer's nonce.
+    n.fill(0);
+  }
+  return n;
+}
+
+Mac prove(Role role, const std::string& secret, uint64_t comm_id, uint32_t rank, uint32_t nranks,
+          const Nonce& worker_nonce, const Nonce& reducer_nonce) {
+  std::string msg = role == Role::kWorker ? "libreduce-worker-v1" : "libreduce-reducer-v1";
+  msg.append(reinterpret_cast<const char*>(&comm_id), sizeof comm_id);
+  msg.append(reinterpret_cast<const char*>(&rank), sizeof rank);
+  msg.append(reinterpret_cast<const char*>(&nranks), sizeof nranks);
+  msg.append(reinterpret_cast<const char*>(worker_nonce.data()), worker_nonce.size());
+  msg.append(reinterpret_cast<const char*>(reducer_nonce.data()), reducer_nonce.size());
+  Mac mac{};
+  unsigned int len = 0;
+  // HMAC accepts an empty key; an empty secret still yields a well-defined proof.
+  static const unsigned char kEmpty = 0;
+  const void* key = secret.empty() ? static_cast<const void*>(&kEmpty) : secret.data();
+  HMAC(EVP_sha256(), key, static_cast<int>(secret.size()),
+       reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), mac.data(), &len);
+  return mac;
+}
+
+bool equal(const Mac& a, const Mac& b) {
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+rdResult_t readSecretFile(const std::string& path, std::string* out) {
+  std::ifstream in(path);
+  if (!in) {
+    return setErrorf(rdInvalidArgument, "cannot read the secret file %s: %s", path.c_str(),
+                     std::strerror(errno));
+  }
+  std::string line;
+  std::getline(in, line);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  *out = line;
+  return rdSuccess;
+}
+
+rdResult_t secretFromSettings(std::string* out) {
+  out->clear();
+  if (settings::isSetInEnv(settings::Id::kSecret)) {
+    *out = settings::rawValue(settings::Id::kSecret);
+    return rdSuccess;
+  }
+  if (settings::isSetInEnv(settings::Id::kSecretFile)) {
+    return readSecretFile(settings::rawValue(settings::Id::kSecretFile), out);
+  }
+  return rdSuccess;
+}
+
+}  // namespace rd::auth

@@ -1,0 +1,115 @@
+// The wire protocol between workers and reducers (and between ring neighbours): one fixed
+// header per message, sent as the UCX active-message header, followed by an optional payload.
+// Everything that arrives from the network is untrusted: parseHeader() and the check*()
+// functions validate a frame completely before any field is used to size or index anything.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "libreduce/reduce.h"
+
+namespace rd::wire {
+
+constexpr uint32_t kMagic = 0x31584452;  // "RDX1" in memory order
+constexpr uint16_t kVersion = 1;
+// Hard cap on any payload: chunks are at most 64 MiB (LIBREDUCE_CHUNK_BYTES range).
+constexpr uint64_t kMaxPayloadBytes = 64ull << 20;
+constexpr uint64_t kMaxControlBytes = 64ull << 10;
+constexpr uint32_t kMaxRanks = 65536;
+constexpr size_t kNonceBytes = 32;
+constexpr size_t kMacBytes = 32;  // HMAC-SHA256
+
+enum class MsgType : uint8_t {
+  kHello = 1,      // worker -> reducer: join request (HelloBody)
+  kChallenge = 2,  // reducer -> worker: reducer nonce (ChallengeBody)
+  kAuth = 3,       // worker -> reducer: HMAC over both nonces (MacBody)
+  kWelcome = 4,    // reducer -> worker: authenticated, reducer's own proof (MacBody)
+  kJoined = 5,     // reducer -> worker: every rank joined; payload = the ranks' addresses
+  kReject = 6,     // either way: join refused; payload = reason text; status in `status`
+  kData = 7,       // worker -> reducer: one chunk contribution
+  kResult = 8,     // reducer -> worker: one chunk result
+  kAck = 9,        // reducer -> contributor that receives no result (reduce-scatter)
+  kError = 10,     // reducer -> worker: operation `seq` failed; payload = reason text
+  kLeave = 11,     // worker -> reducer: rank leaves the communicator (destroy / abort)
+  kRing = 12,      // worker -> worker: one piece of a ring all-reduce step
+  kLast = kRing
+};
+
+enum class Coll : uint8_t {
+  kAllReduce = 0,
+  kReduceScatter = 1,
+  kAllGather = 2,
+  kBroadcast = 3,
+  kLast = kBroadcast
+};
+
+/** Header flags. */
+enum : uint16_t { kFlagDeterministic = 1 };
+
+// 72 bytes, host (little-endian) byte order: every supported host is little-endian.
+struct Header {
+  uint32_t magic = kMagic;
+  uint16_t version = kVersion;
+  uint8_t type = 0;  // MsgType
+  uint8_t coll = 0;  // Coll (kData / kResult / kAck / kRing)
+  uint8_t dtype = 0;
+  uint8_t op = 0;
+  uint16_t flags = 0;
+  uint32_t rank = 0;      // sender's rank (workers); recipient's rank (reducer replies)
+  uint32_t nranks = 0;    // ranks in the communicator
+  uint32_t epoch = 0;     // join generation the reducer assigned; 0 before kJoined
+  uint32_t root = 0;      // broadcast root; ring step for kRing
+  uint32_t reserved = 0;  // explicit, so no uninitialized padding goes on the wire
+  uint64_t comm_id = 0;
+  uint64_t seq = 0;    // operation number within the communicator
+  uint64_t count = 0;  // elements: whole buffer (all-reduce, broadcast) or per rank (RS, AG)
+  uint32_t chunk = 0;  // chunk index within the operation (piece index for kRing)
+  int32_t status = 0;  // rdResult_t for kReject / kError
+  uint64_t payload_bytes = 0;
+};
+static_assert(sizeof(Header) == 72, "wire header layout");
+
+/** A header stamped with magic, version, type and the communicator's identity. */
+Header makeHeader(MsgType type, uint64_t comm_id, uint32_t epoch, uint32_t rank, uint32_t nranks);
+
+/**
+ * Checks a received header: size, magic, version, type, dtype/op/coll where the type uses them,
+ * rank < nranks <= kMaxRanks, payload length (as announced and as received) within the cap of
+ * its type. On failure returns rdProtocolError and says why in @p why.
+ */
+rdResult_t parseHeader(const void* data, size_t len, size_t payload_len, Header* out,
+                       std::string* why);
+
+/** Name of a message type, for logs ("data", "hello", ...). */
+const char* typeName(uint8_t type);
+
+// --- join bodies -------------------------------------------------------------------------
+
+/** kHello payload: what a worker announces when it joins. */
+struct HelloBody {
+  uint64_t chunk_bytes = 0;
+  uint32_t timeout_ms = 0;
+  uint32_t address_len = 0;  // bytes of the address text that follows the fixed part
+  uint8_t nonce[kNonceBytes] = {};
+  // followed by address_len bytes: the worker's ring listen address "host:port" (may be empty)
+};
+constexpr size_t kMaxAddressBytes = 256;
+
+/** Serializes a hello with its address text. */
+std::string encodeHello(const HelloBody& hello, const std::string& address);
+
+/** Parses and checks a kHello payload. */
+rdResult_t decodeHello(const void* data, size_t len, HelloBody* out, std::string* address,
+                       std::string* why);
+
+/**
+ * kJoined payload: the address of every rank, each as a 2-byte length then the text.
+ * decodeAddresses checks that exactly @p nranks entries fill the payload.
+ */
+std::string encodeAddresses(const std::string* addresses, uint32_t nranks);
+rdResult_t decodeAddresses(const void* data, size_t len, uint32_t nranks, std::string* out,
+                           std::string* why);
+
+}  // namespace rd::wire

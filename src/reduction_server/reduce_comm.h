@@ -1,0 +1,109 @@
+// One communicator (job) as a reducer sees it: the ranks' connections and a slot per
+// (operation, chunk) that collects the contributions, reduces them and sends the result to every
+// rank that needs it. A slot's memory comes from the BufferPool and returns to it as soon as the
+// result has been sent.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "protocol/chunking.h"
+#include "protocol/wire.h"
+#include "reduction_server/buffer_pool.h"
+#include "transport/transport.h"
+
+namespace rd::server {
+
+using Clock = std::chrono::steady_clock;
+
+/** seq value of a kError that fails every operation of the communicator. */
+constexpr uint64_t kAllOps = UINT64_MAX;
+
+struct RankLink {
+  transport::ConnId conn = 0;
+  bool joined = false;
+  std::string address;  // the rank's ring listen address
+};
+
+struct Slot;
+
+class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
+ public:
+  ReduceComm(const wire::CommShape& shape, uint32_t timeout_ms, uint16_t flags,
+             transport::Transport* transport, BufferPool* pool, std::string reducer_name);
+  ~ReduceComm();
+
+  enum class Outcome { kAccepted, kNeedMemory, kBadFrame };
+
+  /**
+   * Takes one kData frame from the rank that @p conn_rank authenticated as. kNeedMemory: no slot
+   * fits under the memory limit yet; the payload is untouched and the caller retries later.
+   * kBadFrame: the frame breaks the protocol (@p why says how); close that connection.
+   */
+  Outcome contribute(const wire::Header& h, uint32_t conn_rank, transport::Payload& payload,
+                     std::string* why);
+
+  /** Fails one operation on every rank: sends kError and drops its slots. */
+  void failOp(uint64_t seq, rdResult_t status, const std::string& reason);
+
+  /** Fails the whole communicator (a rank died or left): every rank still here is told. */
+  void fail(rdResult_t status, const std::string& reason);
+
+  /**
+   * @p rank left normally (destroy): operations still waiting for it fail, naming it; the others
+   * finish. Later operations that need it fail at once.
+   */
+  void rankLeft(uint32_t rank);
+
+  /** Fails the operations whose slots waited longer than the timeout, naming missing ranks. */
+  void checkTimeouts(Clock::time_point now);
+
+  /** Join progress, kept by the server. */
+  uint32_t joined = 0;
+  Clock::time_point join_deadline;
+
+  const wire::CommShape& shape() const { return shape_; }
+  wire::CommShape& mutableShape() { return shape_; }
+  std::vector<RankLink>& ranks() { return ranks_; }
+  uint32_t timeoutMs() const { return timeout_ms_; }
+  uint16_t flags() const { return flags_; }
+  bool failed() const { return !failure_.empty(); }
+  size_t slotCount() const { return slots_.size(); }
+
+  /** Sends a header-only (or short text) message to @p rank. */
+  void sendTo(uint32_t rank, wire::Header h, const std::string& body = std::string());
+
+ private:
+  using Key = std::pair<uint64_t, uint32_t>;  // (seq, chunk)
+
+  std::shared_ptr<Slot> createSlot(const wire::Header& h, const wire::Geometry& g,
+                                   const wire::ChunkSpan& span, std::string* why, bool* no_memory);
+  void onDelivered(const std::shared_ptr<Slot>& slot, uint32_t index, rdResult_t status);
+  void finish(const std::shared_ptr<Slot>& slot);
+  void removeSlot(const Key& key);
+  bool checkSignature(const wire::Header& h);
+  // Fails the slot's operation when a contributor it still waits for has left; true if so.
+  bool failIfWaitingForLeft(const std::shared_ptr<Slot>& slot);
+
+  wire::CommShape shape_;
+  uint32_t timeout_ms_;
+  uint16_t flags_;
+  transport::Transport* transport_;
+  BufferPool* pool_;
+  std::string name_;
+  std::vector<RankLink> ranks_;
+  std::string failure_;
+  std::map<Key, std::shared_ptr<Slot>> slots_;
+  std::unordered_map<uint64_t, std::pair<wire::Header, uint32_t>> signatures_;  // seq -> first
+  std::unordered_map<uint64_t, uint32_t> slots_per_op_;
+  std::set<uint64_t> failed_ops_;
+  std::vector<uint8_t> left_;  // per rank
+};
+
+}  // namespace rd::server

@@ -1,0 +1,152 @@
+// reduce-server: the reducer daemon. Thin over ReductionServer: parse flags, start, print one
+// ready line, wait for SIGTERM / SIGINT, stop.
+//
+//   reduce-server --listen HOST:PORT [--threads N] [--memory-limit SIZE] [--secret-file PATH]
+//                 [--log-level LEVEL] [--ready-file PATH] [--bind-nic]
+//
+// Ready line on stdout (one line, then the daemon stays quiet there):
+//   LIBREDUCE_REDUCER_READY address=HOST:PORT pid=PID
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "common/auth.h"
+#include "common/log.h"
+#include "common/settings.h"
+#include "common/status.h"
+#include "reduction_server/binding.h"
+#include "reduction_server/server.h"
+#include "transport/transport.h"
+
+namespace {
+
+struct Flags {
+  std::string listen = "127.0.0.1:0";
+  std::string threads;
+  std::string memory_limit = "1G";
+  std::string secret_file;
+  std::string log_level;
+  std::string ready_file;
+  bool bind_nic = false;
+};
+
+void usage(FILE* out) {
+  std::fprintf(
+      out,
+      "usage: reduce-server --listen HOST:PORT [options]\n"
+      "  --listen HOST:PORT     address to accept workers on (port 0 = any free port)\n"
+      "  --threads N            threads for one reduction (default: LIBREDUCE_KERNEL_THREADS)\n"
+      "  --memory-limit SIZE    bytes of chunk buffers, e.g. 64M, 2G (default 1G)\n"
+      "  --secret-file PATH     job secret workers must prove (default: none)\n"
+      "  --log-level LEVEL      none|error|warn|info|debug|trace\n"
+      "  --ready-file PATH      also write the ready line to PATH\n"
+      "  --bind-nic             bind threads and memory near the listening NIC (hwloc)\n");
+}
+
+int fail(const char* fmt, const char* arg) {
+  std::fprintf(stderr, "reduce-server: ");
+  std::fprintf(stderr, fmt, arg);
+  std::fprintf(stderr, "\n");
+  return 2;
+}
+
+int parse(int argc, char** argv, Flags* f) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](std::string* out) {
+      if (i + 1 >= argc) return false;
+      *out = argv[++i];
+      return true;
+    };
+    bool ok = true;
+    if (a == "--listen")
+      ok = value(&f->listen);
+    else if (a == "--threads")
+      ok = value(&f->threads);
+    else if (a == "--memory-limit")
+      ok = value(&f->memory_limit);
+    else if (a == "--secret-file")
+      ok = value(&f->secret_file);
+    else if (a == "--log-level")
+      ok = value(&f->log_level);
+    else if (a == "--ready-file")
+      ok = value(&f->ready_file);
+    else if (a == "--bind-nic")
+      f->bind_nic = true;
+    else if (a == "--help" || a == "-h") {
+      usage(stdout);
+      return 1;
+    } else {
+      usage(stderr);
+      return fail("unknown option '%s'", a.c_str());
+    }
+    if (!ok) return fail("option %s needs a value", a.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  if (int rc = parse(argc, argv, &f); rc != 0) return rc == 1 ? 0 : rc;
+  if (!f.log_level.empty()) {
+    rd::log::Level level = rd::log::Level::kWarn;
+    if (!rd::log::parseLevel(f.log_level.c_str(), &level)) {
+      return fail("bad --log-level '%s'", f.log_level.c_str());
+    }
+    rd::log::setLevel(level);
+  }
+  if (!f.threads.empty()) setenv("LIBREDUCE_KERNEL_THREADS", f.threads.c_str(), 1);
+
+  rd::server::ServerOptions options;
+  if (rd::transport::splitAddress(f.listen, &options.host, &options.port) != rdSuccess) {
+    return fail("%s", rd::lastError().c_str());
+  }
+  if (!rd::settings::parseSize(f.memory_limit, &options.memory_limit) ||
+      options.memory_limit < (1u << 20)) {
+    return fail("bad --memory-limit '%s' (at least 1M)", f.memory_limit.c_str());
+  }
+  if (!f.secret_file.empty() &&
+      rd::auth::readSecretFile(f.secret_file, &options.secret) != rdSuccess) {
+    return fail("%s", rd::lastError().c_str());
+  }
+  if (f.bind_nic) {
+    std::string report;
+    rd::server::bindNearInterface(options.host, &report);
+    std::fprintf(stderr, "reduce-server: %s\n", report.c_str());
+  }
+
+  // Signals are taken synchronously by this thread; every other thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::unique_ptr<rd::server::ReductionServer> server;
+  if (rd::server::ReductionServer::start(options, &server) != rdSuccess) {
+    return fail("cannot start: %s", rd::lastError().c_str());
+  }
+  std::string ready =
+      "LIBREDUCE_REDUCER_READY address=" + server->address() + " pid=" + std::to_string(getpid());
+  if (!f.ready_file.empty()) {
+    std::string tmp = f.ready_file + ".tmp";
+    std::ofstream(tmp) << ready << "\n";
+    std::rename(tmp.c_str(), f.ready_file.c_str());  // readers never see half a line
+  }
+  std::printf("%s\n", ready.c_str());
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::fprintf(stderr, "reduce-server %s: %s, shutting down\n", server->address().c_str(),
+               strsignal(sig));
+  server.reset();
+  return 0;
+}

@@ -1,0 +1,308 @@
+#include "reduction_server/server.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/check.h"
+#include "common/log.h"
+
+namespace rd::server {
+
+namespace {
+constexpr auto kHandshakeTimeout = std::chrono::seconds(30);
+}  // namespace
+
+ReductionServer::ReductionServer(const ServerOptions& options)
+    : options_(options), pool_(options.memory_limit) {}
+
+rdResult_t ReductionServer::start(const ServerOptions& options,
+                                  std::unique_ptr<ReductionServer>* out) {
+  std::unique_ptr<ReductionServer> s(new ReductionServer(options));
+  ReductionServer* self = s.get();
+  transport::Handlers h;
+  h.on_accept = [self](transport::ConnId c, const std::string& peer) { self->onAccept(c, peer); };
+  h.on_message = [self](transport::ConnId c, const void* hdr, size_t len, transport::Payload p) {
+    self->onMessage(c, hdr, len, std::move(p));
+  };
+  h.on_failure = [self](transport::ConnId c, rdResult_t, const std::string& why) {
+    self->onFailure(c, why);
+  };
+  h.on_tick = [self] { self->onTick(); };
+  transport::Options topts;
+  topts.name = "reduce-server";
+  RD_CHECK(transport::createUcxTransport(topts, std::move(h), &s->transport_));
+  // Memory freed in a send completion: retry the waiting contributions from the loop.
+  self->pool_.setReleaseHook([self] {
+    if (self->waiting_.empty() || self->drain_posted_) return;
+    self->drain_posted_ = true;
+    self->transport_->post([self] {
+      self->drain_posted_ = false;
+      self->drainWaiting();
+    });
+  });
+  RD_CHECK(s->transport_->runSync(
+      [&] { return s->transport_->listen(options.host, options.port, &s->address_); }));
+  *out = std::move(s);
+  return rdSuccess;
+}
+
+ReductionServer::~ReductionServer() {
+  if (!transport_) return;
+  // Held payloads and comms reference the transport: drop them on its thread first.
+  transport_->runSync([this] {
+    waiting_.clear();
+    for (auto& [conn, peer] : peers_) transport_->close(conn);
+    peers_.clear();
+    comms_.clear();
+    return rdSuccess;
+  });
+  transport_.reset();
+}
+
+ServerStats ReductionServer::stats() {
+  ServerStats s;
+  transport_->runSync([&] {
+    s.communicators = comms_.size();
+    s.connections = peers_.size();
+    for (auto& [id, comm] : comms_) s.slots += comm->slotCount();
+    s.waiting_for_memory = waiting_.size();
+    s.memory_in_use = pool_.inUse();
+    return rdSuccess;
+  });
+  return s;
+}
+
+void ReductionServer::onAccept(transport::ConnId conn, const std::string& peer) {
+  RD_LOG_DEBUG("reducer %s: connection from %s", address_.c_str(), peer.c_str());
+  peers_[conn].deadline = Clock::now() + kHandshakeTimeout;
+}
+
+void ReductionServer::reject(transport::ConnId conn, const wire::Header& h, rdResult_t status,
+                             const std::string& reason) {
+  RD_LOG_WARN("reducer %s: refused rank %u of comm %016llx from %s: %s", address_.c_str(), h.rank,
+              static_cast<unsigned long long>(h.comm_id), transport_->peerName(conn).c_str(),
+              reason.c_str());
+  wire::Header r = wire::makeHeader(wire::MsgType::kReject, h.comm_id, 0, h.rank, h.nranks);
+  r.status = status;
+  auto text = std::make_shared<std::string>(reason);
+  r.payload_bytes = text->size();
+  transport_->send(conn, &r, sizeof r, text->data(), text->size(),
+                   [this, conn, text](rdResult_t) { transport_->close(conn); });
+  auto it = peers_.find(conn);
+  if (it != peers_.end()) it->second.state = Peer::State::kClosing;
+}
+
+void ReductionServer::onMessage(transport::ConnId conn, const void* header, size_t len,
+                                transport::Payload payload) {
+  auto it = peers_.find(conn);
+  if (it == peers_.end()) return;
+  Peer& peer = it->second;
+  wire::Header h;
+  std::string why;
+  if (wire::parseHeader(header, len, payload.size(), &h, &why) != rdSuccess) {
+    dropPeer(conn, "malformed frame: " + why);
+    return;
+  }
+  auto type = static_cast<wire::MsgType>(h.type);
+  using State = Peer::State;
+  if (type == wire::MsgType::kHello && peer.state == State::kNew) {
+    onHello(conn, peer, h, payload);
+  } else if (type == wire::MsgType::kAuth && peer.state == State::kChallenged) {
+    onAuth(conn, peer, payload);
+  } else if (type == wire::MsgType::kData && peer.state == State::kJoined) {
+    onData(conn, peer, h, payload);
+  } else if (type == wire::MsgType::kLeave && peer.state == State::kJoined) {
+    dropPeer(conn, "left the communicator");
+  } else if (peer.state != State::kClosing) {
+    dropPeer(conn, std::string("unexpected ") + wire::typeName(h.type) + " message");
+  }
+}
+
+void ReductionServer::onHello(transport::ConnId conn, Peer& peer, const wire::Header& h,
+                              transport::Payload& p) {
+  std::string why;
+  const void* bytes = p.data();
+  if (bytes == nullptr ||
+      wire::decodeHello(bytes, p.size(), &peer.body, &peer.address, &why) != rdSuccess) {
+    dropPeer(conn, "bad hello: " + (why.empty() ? std::string("no body") : why));
+    return;
+  }
+  peer.hello = h;
+  peer.reducer_nonce = auth::makeNonce();
+  peer.state = Peer::State::kChallenged;
+  wire::Header c = wire::makeHeader(wire::MsgType::kChallenge, h.comm_id, 0, h.rank, h.nranks);
+  auto nonce = std::make_shared<auth::Nonce>(peer.reducer_nonce);
+  c.payload_bytes = nonce->size();
+  transport_->send(conn, &c, sizeof c, nonce->data(), nonce->size(), [nonce](rdResult_t) {});
+}
+
+void ReductionServer::onAuth(transport::ConnId conn, Peer& peer, transport::Payload& p) {
+  const void* bytes = p.data();
+  if (bytes == nullptr || p.size() != wire::kMacBytes) {
+    dropPeer(conn, "bad authentication message");
+    return;
+  }
+  auth::Mac got{};
+  std::memcpy(got.data(), bytes, got.size());
+  auth::Nonce worker_nonce{};
+  std::memcpy(worker_nonce.data(), peer.body.nonce, worker_nonce.size());
+  const wire::Header& h = peer.hello;
+  auth::Mac want = auth::prove(auth::Role::kWorker, options_.secret, h.comm_id, h.rank, h.nranks,
+                               worker_nonce, peer.reducer_nonce);
+  if (!auth::equal(got, want)) {
+    reject(conn, h, rdAuthFailed,
+           "authentication failed: the worker's job secret does not match this reducer's "
+           "(wrong or missing secret)");
+    return;
+  }
+  auto proof =
+      std::make_shared<auth::Mac>(auth::prove(auth::Role::kReducer, options_.secret, h.comm_id,
+                                              h.rank, h.nranks, worker_nonce, peer.reducer_nonce));
+  wire::Header w = wire::makeHeader(wire::MsgType::kWelcome, h.comm_id, 0, h.rank, h.nranks);
+  w.payload_bytes = proof->size();
+  transport_->send(conn, &w, sizeof w, proof->data(), proof->size(), [proof](rdResult_t) {});
+  joinComm(conn, peer);
+}
+
+void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
+  const wire::Header& h = peer.hello;
+  auto it = comms_.find(h.comm_id);
+  std::shared_ptr<ReduceComm> comm;
+  if (it == comms_.end()) {
+    if (h.nranks * peer.body.chunk_bytes > pool_.limit()) {
+      reject(conn, h, rdOutOfMemory,
+             std::to_string(h.nranks) + " ranks x " + std::to_string(peer.body.chunk_bytes) +
+                 " byte chunks do not fit the reducer's memory limit of " +
+                 std::to_string(pool_.limit()) + " bytes; lower LIBREDUCE_CHUNK_BYTES");
+      return;
+    }
+    wire::CommShape shape{h.comm_id, 0, h.nranks, peer.body.chunk_bytes};
+    uint32_t timeout = std::clamp<uint32_t>(peer.body.timeout_ms, 100, 86400000);
+    comm =
+        std::make_shared<ReduceComm>(shape, timeout, h.flags, transport_.get(), &pool_, address_);
+    comm->join_deadline = Clock::now() + std::chrono::milliseconds(timeout);
+    comms_[h.comm_id] = comm;
+  } else {
+    comm = it->second;
+    std::string problem;
+    if (comm->failed() || comm->shape().epoch != 0) {
+      problem = "communicator already running or failed; create a new one";
+    } else if (comm->shape().nranks != h.nranks) {
+      problem = "rank count " + std::to_string(h.nranks) + " differs from the other ranks' " +
+                std::to_string(comm->shape().nranks);
+    } else if (comm->shape().chunk_bytes != peer.body.chunk_bytes || comm->flags() != h.flags) {
+      problem = "LIBREDUCE_CHUNK_BYTES or LIBREDUCE_DETERMINISTIC differs from the other ranks'";
+    } else if (comm->ranks()[h.rank].joined) {
+      problem = "rank " + std::to_string(h.rank) + " joined twice";
+    }
+    if (!problem.empty()) {
+      reject(conn, h, rdInvalidUsage, problem);
+      return;
+    }
+  }
+  comm->ranks()[h.rank] = RankLink{conn, true, peer.address};
+  peer.comm = comm;
+  peer.state = Peer::State::kJoined;
+  if (++comm->joined < h.nranks) return;
+  comm->mutableShape().epoch = next_epoch_++;
+  std::vector<std::string> addresses;
+  for (const auto& link : comm->ranks()) addresses.push_back(link.address);
+  std::string list = wire::encodeAddresses(addresses.data(), h.nranks);
+  wire::Header j =
+      wire::makeHeader(wire::MsgType::kJoined, h.comm_id, comm->shape().epoch, 0, h.nranks);
+  for (uint32_t r = 0; r < h.nranks; ++r) comm->sendTo(r, j, list);
+  RD_LOG_INFO("reducer %s: comm %016llx ready with %u ranks", address_.c_str(),
+              static_cast<unsigned long long>(h.comm_id), h.nranks);
+}
+
+void ReductionServer::onData(transport::ConnId conn, Peer& peer, const wire::Header& h,
+                             transport::Payload& p) {
+  if (!waiting_.empty()) {  // keep arrival order behind earlier waiting contributions
+    waiting_.push_back(Waiting{conn, h, std::move(p)});
+    return;
+  }
+  std::string why;
+  switch (peer.comm->contribute(h, peer.hello.rank, p, &why)) {
+    case ReduceComm::Outcome::kAccepted: break;
+    case ReduceComm::Outcome::kNeedMemory:
+      waiting_.push_back(Waiting{conn, h, std::move(p)});
+      break;
+    case ReduceComm::Outcome::kBadFrame: dropPeer(conn, "bad data frame: " + why); break;
+  }
+}
+
+void ReductionServer::drainWaiting() {
+  while (!waiting_.empty()) {
+    Waiting& w = waiting_.front();
+    auto it = peers_.find(w.conn);
+    if (it == peers_.end() || it->second.state != Peer::State::kJoined) {
+      waiting_.pop_front();
+      continue;
+    }
+    std::string why;
+    auto outcome = it->second.comm->contribute(w.header, it->second.hello.rank, w.payload, &why);
+    if (outcome == ReduceComm::Outcome::kNeedMemory) return;
+    transport::ConnId conn = w.conn;
+    waiting_.pop_front();
+    if (outcome == ReduceComm::Outcome::kBadFrame) dropPeer(conn, "bad data frame: " + why);
+  }
+}
+
+void ReductionServer::onFailure(transport::ConnId conn, const std::string& reason) {
+  dropPeer(conn, reason);
+}
+
+void ReductionServer::dropPeer(transport::ConnId conn, const std::string& reason) {
+  auto it = peers_.find(conn);
+  if (it == peers_.end()) return;
+  Peer peer = std::move(it->second);
+  peers_.erase(it);
+  transport_->close(conn);
+  for (auto w = waiting_.begin(); w != waiting_.end();) {
+    w = w->conn == conn ? waiting_.erase(w) : w + 1;
+  }
+  const wire::Header& h = peer.hello;
+  if (peer.state != Peer::State::kJoined) {
+    RD_LOG_WARN("reducer %s: closed connection from %s: %s", address_.c_str(),
+                transport_->peerName(conn).c_str(), reason.c_str());
+    return;
+  }
+  std::string text = "rank " + std::to_string(h.rank) + " " + reason;
+  if (reason.rfind("left", 0) != 0) RD_LOG_WARN("reducer %s: %s", address_.c_str(), text.c_str());
+  auto& comm = peer.comm;
+  if (reason.rfind("left", 0) == 0) {
+    comm->rankLeft(h.rank);
+  } else {
+    comm->ranks()[h.rank].conn = 0;
+    comm->fail(rdRemoteError, text);
+  }
+  bool anyone = std::any_of(comm->ranks().begin(), comm->ranks().end(),
+                            [](const RankLink& l) { return l.conn != 0; });
+  auto cit = comms_.find(h.comm_id);
+  if (!anyone && cit != comms_.end() && cit->second == comm) comms_.erase(cit);
+}
+
+void ReductionServer::onTick() {
+  auto now = Clock::now();
+  std::vector<transport::ConnId> stale;
+  for (auto& [conn, peer] : peers_) {
+    if (peer.state != Peer::State::kJoined && peer.deadline < now) stale.push_back(conn);
+  }
+  for (auto conn : stale) dropPeer(conn, "did not finish joining in time");
+  for (auto it = comms_.begin(); it != comms_.end();) {
+    auto comm = it->second;
+    if (comm->shape().epoch == 0 && !comm->failed() && comm->join_deadline < now) {
+      std::string missing;
+      for (uint32_t r = 0; r < comm->shape().nranks; ++r) {
+        if (!comm->ranks()[r].joined) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+      }
+      comm->fail(rdTimeout, "ranks " + missing + " did not join within " +
+                                std::to_string(comm->timeoutMs()) + " ms");
+    }
+    comm->checkTimeouts(now);
+    ++it;
+  }
+  drainWaiting();
+}
+
+}  // namespace rd::server

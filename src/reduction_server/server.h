@@ -1,0 +1,92 @@
+// The reducer: accepts worker connections, authenticates them with the job secret, groups them
+// into communicators and feeds their chunks to ReduceComm. Serves any number of communicators at
+// once; a misbehaving connection is closed and everyone else keeps being served.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "common/auth.h"
+#include "reduction_server/buffer_pool.h"
+#include "reduction_server/reduce_comm.h"
+#include "transport/transport.h"
+
+namespace rd::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;                   // 0 = any free port
+  uint64_t memory_limit = 1ull << 30;  // bytes of chunk buffers
+  std::string secret;                  // job secret; "" = workers must not present one either
+};
+
+struct ServerStats {
+  size_t communicators = 0;
+  size_t connections = 0;
+  size_t slots = 0;
+  size_t waiting_for_memory = 0;
+  uint64_t memory_in_use = 0;
+};
+
+class ReductionServer {
+ public:
+  /** Starts listening; address() is valid on return. */
+  static rdResult_t start(const ServerOptions& options, std::unique_ptr<ReductionServer>* out);
+  ~ReductionServer();
+  ReductionServer(const ReductionServer&) = delete;
+  ReductionServer& operator=(const ReductionServer&) = delete;
+
+  /** "host:port" the server accepts connections on. */
+  const std::string& address() const { return address_; }
+
+  /** A snapshot of the server's state (thread-safe). */
+  ServerStats stats();
+
+ private:
+  // One worker connection, from hello to leave.
+  struct Peer {
+    enum class State { kNew, kChallenged, kJoined, kClosing } state = State::kNew;
+    wire::Header hello;  // comm_id, rank, nranks
+    wire::HelloBody body;
+    std::string address;
+    auth::Nonce reducer_nonce{};
+    Clock::time_point deadline;
+    std::shared_ptr<ReduceComm> comm;
+  };
+  struct Waiting {  // a contribution queued until memory frees up
+    transport::ConnId conn;
+    wire::Header header;
+    transport::Payload payload;
+  };
+
+  explicit ReductionServer(const ServerOptions& options);
+  void onAccept(transport::ConnId conn, const std::string& peer);
+  void onMessage(transport::ConnId conn, const void* header, size_t len, transport::Payload p);
+  void onFailure(transport::ConnId conn, const std::string& reason);
+  void onTick();
+
+  void onHello(transport::ConnId conn, Peer& peer, const wire::Header& h, transport::Payload& p);
+  void onAuth(transport::ConnId conn, Peer& peer, transport::Payload& p);
+  void joinComm(transport::ConnId conn, Peer& peer);
+  void onData(transport::ConnId conn, Peer& peer, const wire::Header& h, transport::Payload& p);
+  void drainWaiting();
+  void reject(transport::ConnId conn, const wire::Header& h, rdResult_t status,
+              const std::string& reason);
+  void dropPeer(transport::ConnId conn, const std::string& reason);
+
+  ServerOptions options_;
+  std::string address_;
+  BufferPool pool_;
+  std::unique_ptr<transport::Transport> transport_;
+  std::unordered_map<transport::ConnId, Peer> peers_;
+  std::unordered_map<uint64_t, std::shared_ptr<ReduceComm>> comms_;
+  std::deque<Waiting> waiting_;
+  uint32_t next_epoch_ = 1;
+  bool drain_posted_ = false;
+};
+
+}  // namespace rd::server

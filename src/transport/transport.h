@@ -1,0 +1,127 @@
+// The transport interface: non-blocking, message-oriented connections between libreduce
+// processes, shaped like NCCL's net plugin (listen / connect / accept, register, send / receive
+// with completion, close, peer failure). One implementation today: UCX active messages
+// (ucx_transport.h).
+//
+// Threading: each Transport owns one progress thread. Every callback runs on it, and every
+// method except post() and runSync() must be called on it. Other threads hand work over with
+// post(); the progress thread blocks in the kernel while nothing happens.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "libreduce/reduce.h"
+
+namespace rd::transport {
+
+using ConnId = uint64_t;  // 0 is never a valid connection
+using Completion = std::function<void(rdResult_t status)>;
+
+/** A memory registration (opaque to users); null means "let the transport register". */
+using MemRegion = void*;
+
+/** Implementation side of a Payload. */
+class PayloadImpl {
+ public:
+  virtual ~PayloadImpl() = default;
+  virtual size_t size() const = 0;
+  virtual const void* data() const = 0;
+  virtual void receiveInto(void* dst, MemRegion region, Completion done) = 0;
+  virtual void discard() = 0;
+};
+
+/**
+ * The payload of an arrived message. The message handler either uses it at once or moves it
+ * somewhere to deliver it later (backpressure); a payload dropped unused is discarded.
+ */
+class Payload {
+ public:
+  Payload() = default;
+  explicit Payload(std::unique_ptr<PayloadImpl> impl) : impl_(std::move(impl)) {}
+  Payload(Payload&&) noexcept = default;
+  Payload& operator=(Payload&&) noexcept = default;
+  ~Payload() = default;  // the impl discards what was never delivered
+
+  size_t size() const { return impl_ ? impl_->size() : 0; }
+  /** The bytes when they are already here (small messages), else nullptr. */
+  const void* data() const { return impl_ ? impl_->data() : nullptr; }
+  /** Delivers size() bytes into @p dst; @p done runs on the progress thread, maybe inline. */
+  void receiveInto(void* dst, Completion done, MemRegion region = nullptr) {
+    impl_->receiveInto(dst, region, std::move(done));
+  }
+  /** Drops the payload without delivering it. */
+  void discard() {
+    if (impl_) impl_->discard();
+  }
+  explicit operator bool() const { return impl_ != nullptr; }
+
+ private:
+  std::unique_ptr<PayloadImpl> impl_;
+};
+
+/** What the owner of a transport is told. Every handler runs on the progress thread. */
+struct Handlers {
+  /** A peer connected to one of our listeners. */
+  std::function<void(ConnId conn, const std::string& peer)> on_accept;
+  /** A message arrived on @p conn. */
+  std::function<void(ConnId conn, const void* header, size_t header_len, Payload payload)>
+      on_message;
+  /** @p conn failed (peer died, unreachable, reset). The connection is closed afterwards. */
+  std::function<void(ConnId conn, rdResult_t status, const std::string& reason)> on_failure;
+  /** Called about every 100 ms (timeouts). */
+  std::function<void()> on_tick;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  /** Listens on @p host : @p port (0 = any free port); @p address gets "host:port". */
+  virtual rdResult_t listen(const std::string& host, uint16_t port, std::string* address) = 0;
+
+  /** Starts connecting to "host:port"; usable at once (sends queue until it is up). */
+  virtual rdResult_t connect(const std::string& address, ConnId* conn) = 0;
+
+  /**
+   * Sends @p header (copied) and @p payload (must stay valid until @p done runs) on @p conn.
+   * @p done may be empty; it runs on the progress thread, maybe inline.
+   */
+  virtual void send(ConnId conn, const void* header, size_t header_len, const void* payload,
+                    size_t payload_len, Completion done, MemRegion region = nullptr) = 0;
+
+  /** Closes @p conn (pending sends are flushed unless the peer already failed). */
+  virtual void close(ConnId conn) = 0;
+
+  /** The peer address of @p conn, "" if unknown. */
+  virtual std::string peerName(ConnId conn) const = 0;
+
+  /** Registers memory for repeated transfers; release with deregisterMemory. */
+  virtual rdResult_t registerMemory(void* ptr, size_t len, MemRegion* region) = 0;
+  virtual void deregisterMemory(MemRegion region) = 0;
+
+  /** Runs @p fn on the progress thread. Thread-safe. */
+  virtual void post(std::function<void()> fn) = 0;
+
+  /** True on the progress thread. */
+  virtual bool onProgressThread() const = 0;
+
+  /** Runs @p fn on the progress thread and waits for its result. Thread-safe. */
+  rdResult_t runSync(const std::function<rdResult_t()>& fn);
+};
+
+struct Options {
+  std::string name = "libreduce";  // for logs
+};
+
+/** Creates a UCX transport and starts its progress thread. */
+rdResult_t createUcxTransport(const Options& options, Handlers handlers,
+                              std::unique_ptr<Transport>* out);
+
+/** Splits "host:port"; rdInvalidArgument when malformed. */
+rdResult_t splitAddress(const std::string& address, std::string* host, uint16_t* port);
+
+}  // namespace rd::transport

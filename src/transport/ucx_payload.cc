@@ -1,0 +1,91 @@
+#include "transport/ucx_payload.h"
+
+#include <cstring>
+
+#include "common/log.h"
+#include "transport/ucx_transport.h"
+
+namespace rd::transport {
+
+namespace {
+
+struct RecvContext {
+  Completion done;
+};
+
+void onRecvDone(void* request, ucs_status_t status, size_t /*length*/, void* user_data) {
+  auto* ctx = static_cast<RecvContext*>(user_data);
+  if (ctx->done) ctx->done(status == UCS_OK ? rdSuccess : rdConnectionError);
+  delete ctx;
+  ucp_request_free(request);
+}
+
+}  // namespace
+
+UcxPayload::~UcxPayload() {
+  discard();
+}
+
+const void* UcxPayload::data() const {
+  return msg_->rendezvous || msg_->done ? nullptr : msg_->data;
+}
+
+void UcxPayload::receiveInto(void* dst, MemRegion region, Completion done) {
+  UcxMessage& m = *msg_;
+  if (m.done) {
+    if (done) done(rdInternalError);
+    return;
+  }
+  m.done = true;
+  if (!m.rendezvous) {
+    if (m.len != 0) std::memcpy(dst, m.data, m.len);
+    if (m.ucx_owned && !m.in_callback) ucp_am_data_release(m.transport->worker(), m.data);
+    m.copy.reset();
+    if (done) done(rdSuccess);
+    return;
+  }
+  // Rendezvous: start the fetch from the progress loop, never from inside a UCX callback.
+  m.fetch_started = true;
+  auto msg = msg_;
+  m.transport->deferReceive([msg, dst, region, done = std::move(done)]() mutable {
+    auto* ctx = new RecvContext{std::move(done)};
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.recv_am = onRecvDone;
+    param.user_data = ctx;
+    if (region != nullptr) {
+      param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+      param.memh = static_cast<ucp_mem_h>(region);
+    }
+    ucs_status_ptr_t req =
+        ucp_am_recv_data_nbx(msg->transport->worker(), msg->data, dst, msg->len, &param);
+    if (UCS_PTR_IS_PTR(req)) return;  // onRecvDone runs later
+    ucs_status_t status = UCS_PTR_STATUS(req);
+    if (status != UCS_OK) RD_LOG_DEBUG("rendezvous receive failed: %s", ucs_status_string(status));
+    if (ctx->done) ctx->done(status == UCS_OK ? rdSuccess : rdConnectionError);
+    delete ctx;
+  });
+}
+
+void UcxPayload::discard() {
+  UcxMessage& m = *msg_;
+  if (m.done) return;
+  m.done = true;
+  m.copy.reset();
+  if ((m.ucx_owned || m.rendezvous) && !m.in_callback) {
+    ucp_am_data_release(m.transport->worker(), m.data);
+  }
+}
+
+ucs_status_t UcxMessage::finishCallback() {
+  in_callback = false;
+  if (done) return rendezvous && fetch_started ? UCS_INPROGRESS : UCS_OK;
+  // The owner kept the payload for later.
+  if (rendezvous || ucx_owned) return UCS_INPROGRESS;
+  copy.reset(new char[len]);
+  std::memcpy(copy.get(), data, len);
+  data = copy.get();
+  return UCS_OK;
+}
+
+}  // namespace rd::transport

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of protocol_fuzz into corpus/ (next to this script).
+
+Each seed is a wire header followed by its payload, the input layout protocol_fuzz.cc reads.
+The kData seeds are valid frames for the fixed CommShape in protocol_fuzz.cc (keep the two in
+step), so fuzzing starts from frames that pass every check. Rerun after changing either.
+"""
+import os
+import struct
+
+COMM_ID = 0x5EED0000C0FFEE01
+EPOCH = 3
+NRANKS = 4
+CHUNK_BYTES = 4096
+
+MAGIC = 0x31584452
+VERSION = 1
+HELLO, JOINED, DATA = 1, 5, 7
+ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST = 0, 1, 2, 3
+INT8, FLOAT32 = 0, 7
+SUM = 0
+
+# wire::Header: magic version type coll dtype op flags rank nranks epoch root, 4 bytes of
+# alignment padding before comm_id, then comm_id seq count chunk status payload_bytes
+# (72 bytes, little-endian).
+HEADER = struct.Struct("<IHBBBBHIIII4xQQQIiQ")
+assert HEADER.size == 72
+
+
+def header(msg_type, rank, payload, coll=0, dtype=0, op=0, root=0, epoch=EPOCH, seq=1, count=0,
+           chunk=0):
+    return HEADER.pack(MAGIC, VERSION, msg_type, coll, dtype, op, 0, rank, NRANKS, epoch, root,
+                       COMM_ID, seq, count, chunk, 0, len(payload)) + payload
+
+
+def data(coll, dtype, esize, count, rank, chunk, root=0):
+    """A kData frame whose payload has exactly the chunk's length (see wire::chunkSpan)."""
+    chunk_elems = CHUNK_BYTES // esize
+    per_rank = coll in (REDUCE_SCATTER, ALL_GATHER)
+    local = chunk % max(1, -(-count // chunk_elems)) if per_rank else chunk
+    start = local * chunk_elems
+    elems = max(0, min(chunk_elems, count - start))
+    payload = bytes((i * 7) & 0xFF for i in range(elems * esize))
+    return header(DATA, rank, payload, coll=coll, dtype=dtype, op=SUM, root=root, count=count,
+                  chunk=chunk)
+
+
+def hello(address):
+    # wire::HelloBody: chunk_bytes timeout_ms address_len nonce[32], then the address text.
+    body = struct.pack("<QII", CHUNK_BYTES, 30000, len(address)) + bytes(range(32)) + address
+    return header(HELLO, 0, body, epoch=0, seq=0)
+
+
+def joined(addresses):
+    body = b"".join(struct.pack("<H", len(a)) + a for a in addresses)
+    return header(JOINED, 0, body)
+
+
+SEEDS = {
+    # Last, partial chunk of a 2500-element float32 all-reduce: 452 elements.
+    "data_allreduce": data(ALL_REDUCE, FLOAT32, 4, 2500, rank=1, chunk=2),
+    # Rank 3's second chunk of a 1500-per-rank all-gather: 476 elements.
+    "data_allgather": data(ALL_GATHER, FLOAT32, 4, 1500, rank=3, chunk=7),
+    "data_broadcast": data(BROADCAST, INT8, 1, 100, rank=2, chunk=0, root=2),
+    "hello": hello(b"127.0.0.1:5000"),
+    "joined": joined([b"10.0.0.%d:4000" % r for r in range(NRANKS)]),
+}
+
+if __name__ == "__main__":
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+    os.makedirs(out, exist_ok=True)
+    for name, blob in SEEDS.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(blob)

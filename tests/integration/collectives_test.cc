@@ -1,0 +1,113 @@
+// Every collective through real reduce-server processes and real worker processes over UCX,
+// checked element by element against rdLocalReduce of every rank's inputs.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <tuple>
+
+#include "cluster.h"
+
+namespace rd::test {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr const char* kCounts = "0,1,7,1000,1048579";  // 1048579 = (1 << 20) + 3
+
+void expectAllPassed(Cluster& cluster, const std::vector<Process*>& workers, seconds limit) {
+  ASSERT_TRUE(cluster.wait(workers, limit))
+      << "workers still running after " << limit.count() << " s\n"
+      << joinedOutput(workers);
+  for (size_t r = 0; r < workers.size(); ++r) {
+    EXPECT_EQ(workers[r]->status, 0) << "rank " << r << ":\n" << workers[r]->output;
+    EXPECT_NE(workers[r]->output.find(" 0 failed"), std::string::npos) << workers[r]->output;
+  }
+}
+
+class Matrix : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+// All-reduce: every dtype x op x count x placement, exact inputs.
+TEST_P(Matrix, AllReduceEveryDtypeOpCount) {
+  auto [workers, reducers] = GetParam();
+  Cluster cluster;
+  auto r = cluster.startReducers(reducers);
+  auto w = cluster.startWorkers(workers, Cluster::addresses(r),
+                                {"--colls", "allreduce", "--counts", kCounts});
+  expectAllPassed(cluster, w, seconds(600));
+}
+
+// Reduce-scatter, all-gather, broadcast and barrier: every dtype and op up to 1000 elements,
+// and the large uneven count for float32 and int8.
+TEST_P(Matrix, OtherCollectives) {
+  auto [workers, reducers] = GetParam();
+  Cluster cluster;
+  auto r = cluster.startReducers(reducers);
+  auto w = cluster.startWorkers(
+      workers, Cluster::addresses(r),
+      {"--colls", "reducescatter,allgather,broadcast,barrier", "--counts", "0,1,7,1000"});
+  expectAllPassed(cluster, w, seconds(600));
+  auto big = cluster.startWorkers(workers, Cluster::addresses(r),
+                                  {"--colls", "reducescatter,allgather,broadcast", "--counts",
+                                   "1048579", "--dtypes", "float32,int8", "--ops", "sum,max"});
+  expectAllPassed(cluster, big, seconds(600));
+}
+
+INSTANTIATE_TEST_SUITE_P(WorkersReducers, Matrix,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 8),
+                                            ::testing::Values(1, 2, 3)),
+                         [](const auto& param_info) {
+                           return std::to_string(std::get<0>(param_info.param)) + "workers_" +
+                                  std::to_string(std::get<1>(param_info.param)) + "reducers";
+                         });
+
+// Random floats: results within a tolerance of the rank-order reduction.
+TEST(Collectives, RandomFloatsWithinTolerance) {
+  Cluster cluster;
+  auto r = cluster.startReducers(2);
+  auto w = cluster.startWorkers(4, Cluster::addresses(r),
+                                {"--random", "--colls", "allreduce,reducescatter", "--counts",
+                                 "1000,1048579", "--dtypes", "float16,bfloat16,float32,float64"});
+  expectAllPassed(cluster, w, seconds(600));
+}
+
+// Deterministic mode: random floats give bit-identical results on every rank and every run.
+TEST(Collectives, DeterministicModeIsBitIdenticalAcrossRunsAndRanks) {
+  Cluster cluster;
+  auto r = cluster.startReducers(2);
+  std::vector<std::string> args = {"--random", "--print-hash", "--colls",  "allreduce",
+                                   "--counts", "1000,300000",  "--dtypes", "float32,bfloat16",
+                                   "--ops",    "sum,avg"};
+  std::string first_hash;
+  for (int run = 0; run < 2; ++run) {
+    auto w =
+        cluster.startWorkers(4, Cluster::addresses(r), args, {{"LIBREDUCE_DETERMINISTIC", "1"}});
+    expectAllPassed(cluster, w, seconds(300));
+    for (Process* p : w) {
+      size_t at = p->output.find("hash ");
+      ASSERT_NE(at, std::string::npos) << p->output;
+      std::string hash = p->output.substr(at + 5, 16);
+      if (first_hash.empty()) first_hash = hash;
+      EXPECT_EQ(hash, first_hash) << "results differ between ranks or runs";
+    }
+  }
+}
+
+// Ring all-reduce between the workers, with reducers given (LIBREDUCE_ALGO=ring) and without.
+TEST(Collectives, RingAllReduce) {
+  Cluster cluster;
+  auto r = cluster.startReducers(1);
+  for (int workers : {1, 2, 3, 5}) {
+    auto w = cluster.startWorkers(workers, Cluster::addresses(r),
+                                  {"--colls", "allreduce", "--counts", kCounts, "--dtypes",
+                                   "int32,float16,float32,uint8", "--ops", "sum,avg,min,prod"},
+                                  {{"LIBREDUCE_ALGO", "ring"}});
+    expectAllPassed(cluster, w, seconds(300));
+  }
+  auto w = cluster.startWorkers(4, "", {"--colls", "allreduce", "--counts", "7,1000,1048579"});
+  expectAllPassed(cluster, w, seconds(300));
+}
+
+}  // namespace
+}  // namespace rd::test

@@ -1,0 +1,391 @@
+// rd_worker_check: one rank of a multi-process test. Creates a communicator from the environment
+// (RANK, WORLD_SIZE, LIBREDUCE_REDUCERS, LIBREDUCE_COMM_ID ...), runs every requested collective
+// x dtype x op x count x placement, and checks each result against rdLocalReduce over all ranks'
+// inputs, which every rank can regenerate. Prints one line per failure and a summary:
+//   worker <rank>: <checks> checks, <failed> failed
+// Exit status 0 when every check passed, 1 on a wrong result, 2 on an API error (its message is
+// printed as "worker <rank>: error: ...").
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "libreduce/reduce.h"
+
+namespace {
+
+struct Options {
+  std::vector<size_t> counts = {0, 1, 7, 1000, (1u << 20) + 3};
+  std::vector<int> dtypes;  // empty = all
+  std::vector<int> ops;     // empty = all
+  std::vector<std::string> colls = {"allreduce"};
+  std::string placement = "both";  // both | in | out
+  bool random = false;             // random floats, tolerance check
+  int iters = 1;
+  int hang_after = -1;  // fault injection: stop calling after this many operations
+  bool print_hash = false;
+  bool constant = false;    // every element = rank + 1 (cheap check for huge buffers)
+  int abort_after_ms = -1;  // post one all-reduce, abort after this long, time abort + destroy
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > start) out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+int dtypeByName(const std::string& n) {
+  for (int d = 0; d < rdNumDataTypes; ++d) {
+    if (n == rdDataTypeName(static_cast<rdDataType_t>(d))) return d;
+  }
+  std::fprintf(stderr, "unknown dtype %s\n", n.c_str());
+  std::exit(2);
+}
+
+int opByName(const std::string& n) {
+  for (int o = 0; o < rdNumRedOps; ++o) {
+    if (n == rdRedOpName(static_cast<rdRedOp_t>(o))) return o;
+  }
+  std::fprintf(stderr, "unknown op %s\n", n.c_str());
+  std::exit(2);
+}
+
+bool isFloat(rdDataType_t d) {
+  return d == rdFloat16 || d == rdBfloat16 || d == rdFloat32 || d == rdFloat64;
+}
+
+// Exactly representable inputs whose reduction is exact in any order: small integers, and
+// only 1 or 2 for products (powers of two).
+double exactValue(int rank, size_t i, rdDataType_t d, rdRedOp_t op) {
+  unsigned h = static_cast<unsigned>(i * 7 + static_cast<size_t>(rank) * 13 + 5);
+  if (op == rdProd) return 1 + (h % 5 == 0 ? 1 : 0);
+  bool is_unsigned = d == rdUint8 || d == rdUint32 || d == rdUint64;
+  if (d == rdBfloat16) return static_cast<double>(h % 4);
+  return is_unsigned ? static_cast<double>(h % 9)
+                     : static_cast<double>(static_cast<int>(h % 9) - 4);
+}
+
+uint16_t toHalfBits(double v, rdDataType_t d) {
+  float f = static_cast<float>(v);
+  if (d == rdBfloat16) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return static_cast<uint16_t>(u >> 16);  // inputs are exact in bf16
+  }
+  _Float16 h = static_cast<_Float16>(f);
+  uint16_t bits;
+  std::memcpy(&bits, &h, 2);
+  return bits;
+}
+
+void store(void* buf, size_t i, double v, rdDataType_t d) {
+  switch (d) {
+    case rdInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
+    case rdUint8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
+    case rdInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
+    case rdUint32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v); break;
+    case rdInt64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
+    case rdUint64: static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v); break;
+    case rdFloat16:
+    case rdBfloat16: static_cast<uint16_t*>(buf)[i] = toHalfBits(v, d); break;
+    case rdFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
+    case rdFloat64: static_cast<double*>(buf)[i] = v; break;
+    default: break;
+  }
+}
+
+double load(const void* buf, size_t i, rdDataType_t d) {
+  switch (d) {
+    case rdInt8: return static_cast<const int8_t*>(buf)[i];
+    case rdUint8: return static_cast<const uint8_t*>(buf)[i];
+    case rdInt32: return static_cast<const int32_t*>(buf)[i];
+    case rdUint32: return static_cast<const uint32_t*>(buf)[i];
+    case rdInt64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
+    case rdUint64: return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
+    case rdFloat32: return static_cast<const float*>(buf)[i];
+    case rdFloat64: return static_cast<const double*>(buf)[i];
+    case rdFloat16: {
+      _Float16 h;
+      std::memcpy(&h, static_cast<const uint16_t*>(buf) + i, 2);
+      return static_cast<double>(h);
+    }
+    case rdBfloat16: {
+      uint32_t u = static_cast<uint32_t>(static_cast<const uint16_t*>(buf)[i]) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    }
+    default: return 0;
+  }
+}
+
+void fill(std::vector<char>* buf, int rank, size_t count, rdDataType_t d, rdRedOp_t op, bool random,
+          uint64_t salt) {
+  buf->assign(count * rdDataTypeSize(d) + 1, 0);
+  std::mt19937_64 gen(salt * 1000003 + static_cast<uint64_t>(rank));
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  for (size_t i = 0; i < count; ++i) {
+    store(buf->data(), i, random && isFloat(d) ? uni(gen) : exactValue(rank, i, d, op), d);
+  }
+}
+
+struct Check {
+  Options o;
+  rdComm_t comm = nullptr;
+  int rank = 0, nranks = 1;
+  long checks = 0, failed = 0;
+  uint64_t salt = 0;
+
+  void apiError(rdResult_t st, const char* what) {
+    std::printf("worker %d: error: %s: %s: %s\n", rank, what, rdGetErrorString(st),
+                rdGetLastError());
+    std::fflush(stdout);
+    std::_Exit(2);  // leave at once: the communicator may still wait on a dead peer
+  }
+
+  // Compares @p got (count elements) to @p want; returns wrong elements.
+  size_t compare(const void* got, const void* want, size_t count, rdDataType_t d, rdRedOp_t op) {
+    size_t esize = rdDataTypeSize(d), wrong = 0;
+    bool tolerant = o.random && isFloat(d) && (op == rdSum || op == rdAvg || op == rdProd);
+    double tol = d == rdFloat64 ? 1e-12 : d == rdFloat32 ? 1e-5 : d == rdFloat16 ? 2e-2 : 8e-2;
+    for (size_t i = 0; i < count; ++i) {
+      if (tolerant) {
+        double a = load(got, i, d), b = load(want, i, d);
+        if (std::fabs(a - b) > tol * (std::fabs(b) + nranks)) ++wrong;
+      } else if (std::memcmp(static_cast<const char*>(got) + i * esize,
+                             static_cast<const char*>(want) + i * esize, esize) != 0) {
+        if (wrong == 0 && std::getenv("RD_CHECK_VERBOSE") != nullptr) {
+          std::printf("worker %d: first wrong element %zu: got %g want %g\n", rank, i,
+                      load(got, i, d), load(want, i, d));
+        }
+        ++wrong;
+      }
+    }
+    return wrong;
+  }
+
+  uint64_t hash = 1469598103934665603ull;
+  void mix(const void* data, size_t bytes) {
+    for (size_t i = 0; i < bytes; ++i) {
+      hash ^= static_cast<const unsigned char*>(data)[i];
+      hash *= 1099511628211ull;
+    }
+  }
+
+  void report(const char* coll, rdDataType_t d, rdRedOp_t op, size_t count, bool in_place,
+              size_t wrong) {
+    ++checks;
+    if (wrong == 0) return;
+    ++failed;
+    std::printf("worker %d: FAIL %s %s %s count=%zu %s: %zu wrong\n", rank, coll, rdDataTypeName(d),
+                rdRedOpName(op), count, in_place ? "in-place" : "out-of-place", wrong);
+  }
+
+  // Reduction of every rank's input (regenerated here), in rank order like the kernels.
+  std::vector<char> expectedReduction(size_t count, rdDataType_t d, rdRedOp_t op) {
+    std::vector<std::vector<char>> inputs(nranks);
+    std::vector<const void*> srcs;
+    for (int r = 0; r < nranks; ++r) {
+      fill(&inputs[r], r, count, d, op, o.random, salt);
+      srcs.push_back(inputs[r].data());
+    }
+    std::vector<char> want(count * rdDataTypeSize(d) + 1);
+    rdResult_t st = rdLocalReduce(srcs.data(), nranks, want.data(), count, d, op);
+    if (st != rdSuccess) apiError(st, "rdLocalReduce");
+    return want;
+  }
+
+  // Huge buffers: inputs rank + 1 everywhere, so the sum is known without regenerating inputs.
+  void runConstant(size_t count) {
+    std::vector<float> buf(count, static_cast<float>(rank + 1));
+    rdResult_t st = rdAllReduce(buf.data(), buf.data(), count, rdFloat32, rdSum, comm);
+    if (st != rdSuccess) apiError(st, "rdAllReduce");
+    const float want = static_cast<float>(nranks * (nranks + 1) / 2);
+    size_t wrong = 0;
+    for (float v : buf) wrong += v != want ? 1 : 0;
+    report("allreduce-constant", rdFloat32, rdSum, count, true, wrong);
+  }
+
+  void runAbort(int after_ms) {
+    std::vector<float> buf(1 << 20, 1.0f);
+    rdRequest_t req = nullptr;
+    rdResult_t st =
+        rdAllReduceAsync(buf.data(), buf.data(), buf.size(), rdFloat32, rdSum, comm, &req);
+    if (st != rdSuccess) apiError(st, "rdAllReduceAsync");
+    std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+    auto t0 = std::chrono::steady_clock::now();
+    rdCommAbort(comm);
+    st = rdRequestWait(req, 5000);
+    auto t1 = std::chrono::steady_clock::now();
+    rdRequestFree(req);
+    rdCommDestroy(comm);
+    auto t2 = std::chrono::steady_clock::now();
+    auto ms = [](auto a, auto b) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+    };
+    std::printf("worker %d: abort %lld ms (request: %s), destroy %lld ms\n", rank,
+                static_cast<long long>(ms(t0, t1)), rdGetErrorString(st),
+                static_cast<long long>(ms(t1, t2)));
+    std::fflush(stdout);
+  }
+
+  void run(const std::string& coll, size_t count, rdDataType_t d, rdRedOp_t op, bool in_place) {
+    ++salt;
+    size_t esize = rdDataTypeSize(d);
+    std::vector<char> mine;
+    fill(&mine, rank, coll == "reducescatter" ? count * nranks : count, d, op, o.random, salt);
+    rdResult_t st = rdSuccess;
+    if (coll == "allreduce") {
+      std::vector<char> out(mine.size());
+      void* dst = in_place ? mine.data() : out.data();
+      st = rdAllReduce(mine.data(), dst, count, d, op, comm);
+      if (st != rdSuccess) apiError(st, "rdAllReduce");
+      mix(dst, count * esize);
+      report("allreduce", d, op, count, in_place,
+             compare(dst, expectedReduction(count, d, op).data(), count, d, op));
+    } else if (coll == "reducescatter") {
+      std::vector<char> out(count * esize + 1);
+      void* dst = in_place ? mine.data() + static_cast<size_t>(rank) * count * esize : out.data();
+      st = rdReduceScatter(mine.data(), dst, count, d, op, comm);
+      if (st != rdSuccess) apiError(st, "rdReduceScatter");
+      auto want = expectedReduction(count * nranks, d, op);
+      report("reducescatter", d, op, count, in_place,
+             compare(dst, want.data() + static_cast<size_t>(rank) * count * esize, count, d, op));
+    } else if (coll == "allgather") {
+      std::vector<char> out(count * nranks * esize + 1);
+      const void* src = mine.data();
+      if (in_place) {
+        std::memcpy(out.data() + static_cast<size_t>(rank) * count * esize, mine.data(),
+                    count * esize);
+        src = out.data() + static_cast<size_t>(rank) * count * esize;
+      }
+      st = rdAllGather(src, out.data(), count, d, comm);
+      if (st != rdSuccess) apiError(st, "rdAllGather");
+      size_t wrong = 0;
+      for (int r = 0; r < nranks; ++r) {
+        std::vector<char> theirs;
+        fill(&theirs, r, count, d, op, o.random, salt);
+        wrong += compare(out.data() + static_cast<size_t>(r) * count * esize, theirs.data(), count,
+                         d, rdMax);
+      }
+      report("allgather", d, op, count, in_place, wrong);
+    } else if (coll == "broadcast") {
+      int root = static_cast<int>(salt % static_cast<uint64_t>(nranks));
+      std::vector<char> out(mine.size());
+      void* dst = in_place ? mine.data() : out.data();
+      st = rdBroadcast(mine.data(), dst, count, d, root, comm);
+      if (st != rdSuccess) apiError(st, "rdBroadcast");
+      std::vector<char> theirs;
+      fill(&theirs, root, count, d, op, o.random, salt);
+      report("broadcast", d, op, count, in_place, compare(dst, theirs.data(), count, d, rdMax));
+    } else if (coll == "barrier") {
+      st = rdBarrier(comm);
+      if (st != rdSuccess) apiError(st, "rdBarrier");
+      ++checks;
+    }
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Check c;
+  Options& o = c.o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string v = i + 1 < argc ? argv[i + 1] : "";
+    if (a == "--counts") {
+      o.counts.clear();
+      for (auto& s : split(v)) o.counts.push_back(std::strtoull(s.c_str(), nullptr, 0));
+    } else if (a == "--dtypes") {
+      for (auto& s : split(v)) o.dtypes.push_back(dtypeByName(s));
+    } else if (a == "--ops") {
+      for (auto& s : split(v)) o.ops.push_back(opByName(s));
+    } else if (a == "--colls") {
+      o.colls = split(v);
+    } else if (a == "--placement") {
+      o.placement = v;
+    } else if (a == "--iters") {
+      o.iters = std::atoi(v.c_str());
+    } else if (a == "--hang-after") {
+      o.hang_after = std::atoi(v.c_str());
+    } else if (a == "--abort-after-ms") {
+      o.abort_after_ms = std::atoi(v.c_str());
+    } else if (a == "--random") {
+      o.random = true;
+      continue;
+    } else if (a == "--constant") {
+      o.constant = true;
+      continue;
+    } else if (a == "--print-hash") {
+      o.print_hash = true;
+      continue;
+    } else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+    ++i;
+  }
+  if (o.dtypes.empty()) {
+    for (int d = 0; d < rdNumDataTypes; ++d) o.dtypes.push_back(d);
+  }
+  if (o.ops.empty()) {
+    for (int op = 0; op < rdNumRedOps; ++op) o.ops.push_back(op);
+  }
+  rdResult_t st = rdCommInitFromEnv(&c.comm);
+  c.rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0");
+  if (st != rdSuccess) c.apiError(st, "rdCommInitFromEnv");
+  rdCommUserRank(c.comm, &c.rank);
+  rdCommCount(c.comm, &c.nranks);
+  if (o.abort_after_ms >= 0) {
+    c.runAbort(o.abort_after_ms);
+    return 0;
+  }
+  int done_ops = 0;
+  for (int it = 0; it < o.iters && o.constant; ++it) {
+    for (size_t count : o.counts) c.runConstant(count);
+  }
+  for (int it = 0; it < o.iters && !o.constant; ++it) {
+    for (const auto& coll : o.colls) {
+      for (size_t count : o.counts) {
+        for (int d : o.dtypes) {
+          for (int op : o.ops) {
+            bool reduces = coll == "allreduce" || coll == "reducescatter";
+            if (!reduces && op != o.ops.front()) continue;  // op does not apply
+            if (coll == "barrier" && (count != o.counts.front() || d != o.dtypes.front())) continue;
+            for (int placement = 0; placement < 2; ++placement) {
+              bool in_place = placement == 1;
+              if ((o.placement == "in" && !in_place) || (o.placement == "out" && in_place))
+                continue;
+              if (o.hang_after >= 0 && done_ops == o.hang_after) {
+                std::printf("worker %d: stopping before operation %d\n", c.rank, done_ops);
+                std::fflush(stdout);
+                std::this_thread::sleep_for(std::chrono::hours(1));
+              }
+              c.run(coll, count, static_cast<rdDataType_t>(d), static_cast<rdRedOp_t>(op),
+                    in_place);
+              ++done_ops;
+            }
+          }
+        }
+      }
+    }
+  }
+  if (o.print_hash)
+    std::printf("worker %d: hash %016llx\n", c.rank, static_cast<unsigned long long>(c.hash));
+  std::printf("worker %d: %ld checks, %ld failed\n", c.rank, c.checks, c.failed);
+  std::fflush(stdout);
+  rdCommDestroy(c.comm);
+  return c.failed == 0 ? 0 : 1;
+}
