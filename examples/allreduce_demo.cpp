@@ -255,7 +255,22 @@ int main(int argc, char** argv) {
       if (it >= o.warmup) timed_us += us;
 
       const size_t shift = 3u * static_cast<size_t>(it);
-      for (size_t i = 0; i < count; ++i) wrong += recv[i] != sums[(i + shift) % kPeriod];
+      size_t first_bad = count, bad = 0;
+      for (size_t i = 0; i < count; ++i) {
+        if (recv[i] != sums[(i + shift) % kPeriod]) {
+          if (bad++ == 0) first_bad = i;
+        }
+      }
+      // The first wrong element of each size, as evidence for a bug report.
+      if (bad != 0 && wrong == 0) {
+        std::fprintf(stderr,
+                     "allreduce_demo: rank %d: %s, iteration %d: %zu of %zu elements wrong, "
+                     "first [%zu] = %g (expected %g)\n",
+                     rank, humanSize(count * sizeof(float)).c_str(), it, bad, count, first_bad,
+                     static_cast<double>(recv[first_bad]),
+                     static_cast<double>(sums[(first_bad + shift) % kPeriod]));
+      }
+      wrong += bad;
     }
     my_wrong += wrong;
 

@@ -27,9 +27,8 @@ keep_workdir=0
 reducer_pids=()
 worker_pids=()
 filter_pids=()
-declare -A exit_code=()  # pid -> exit status of every child reaped (see wait_next)
-ended_pid=""
-clock_pid=""
+declare -A exit_code=()  # pid -> exit status of every child reaped
+events_fd=""
 
 usage() {
   cat >&2 <<'EOF'
@@ -72,9 +71,9 @@ parse_args() {
   is_count "$timeout_s" 1 864000 || die "--timeout must be whole seconds >= 1 (got '$timeout_s')"
   [[ $algo == rs || $algo == ring ]] || die "--algo must be rs or ring (got '$algo')"
   ((reducers > 0)) || [[ $algo == ring ]] || die "--algo rs needs at least one reducer"
-  # wait -n -p (which child finished) is bash 5.1; Debian 12 has 5.2.
-  ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501)) ||
-    die "needs bash 5.1 or newer (this is $BASH_VERSION)"
+  # Empty arrays under set -u and [[ -v array[key] ]] need bash 4.4; Debian 12 has 5.2.
+  ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 404)) ||
+    die "needs bash 4.4 or newer (this is $BASH_VERSION)"
 
   server="$build_dir/src/reduce-server"
   ((reducers == 0)) || [[ -x $server ]] ||
@@ -97,47 +96,28 @@ kill_groups() {  # kill_groups SIGNAL PID...
   done
 }
 
-# Blocks until the next child of this shell ends, records its status in exit_code[PID] and sets
-# ended_pid; fails when no child is left. Every wait in this script goes through here: wait -n
-# without ids, because bash 5.2's id-list form misreports children already waited for.
-wait_next() {
-  local code=0
-  ended_pid=""
-  wait -n -p ended_pid || code=$?
-  [[ -n ${ended_pid:-} ]] || return 1
-  exit_code[$ended_pid]=$code
-}
-
 has_ended() { [[ -v "exit_code[$1]" ]]; }
 
-# The clock is a sleep child: its end wakes wait_next, so every bounded wait stays blocking.
-start_clock() {  # start_clock SECONDS
-  sleep "$1" &
-  clock_pid=$!
-}
-
-stop_clock() {
-  [[ -n $clock_pid ]] || return 0
-  kill "$clock_pid" 2>/dev/null || true
-  while ! has_ended "$clock_pid"; do wait_next || break; done
-  clock_pid=""
-}
-
-# Waits for the children PID..., SIGKILLing the groups of those still running after SECONDS.
+# Waits for the children PID... (skipping those already reaped), SIGKILLing the groups of those
+# still running after SECONDS. Statuses go to exit_code[PID]. Only single-pid waits are used:
+# bash 5.2's wait -n loses track of children now and then. The killer has its own group, so that
+# stopping it also stops its sleep.
 wait_bounded() {  # wait_bounded SECONDS PID...
-  local seconds=$1 pid killed=0
+  local seconds=$1 pid code killer todo=()
   shift
-  start_clock "$seconds"
-  for pid in "$@"; do
-    while ! has_ended "$pid"; do
-      wait_next || break
-      if [[ $ended_pid == "$clock_pid" ]] && ((!killed)); then
-        kill_groups KILL "$@"
-        killed=1
-      fi
-    done
+  for pid in "$@"; do has_ended "$pid" || todo+=("$pid"); done
+  ((${#todo[@]})) || return 0
+  # shellcheck disable=SC2016  # expanded by the killer's own shell
+  setsid bash -c 'sleep "$1"; shift; for p; do kill -KILL -- "-$p" || kill -KILL "$p"; done' \
+    killer "$seconds" "${todo[@]}" 2>/dev/null &
+  killer=$!
+  for pid in "${todo[@]}"; do
+    code=0
+    wait "$pid" 2>/dev/null || code=$?
+    exit_code[$pid]=$code
   done
-  stop_clock
+  kill_groups KILL "$killer"  # KILL: in the cleanup it inherits our ignored TERM
+  wait "$killer" 2>/dev/null || true
 }
 
 # On every exit: stop whatever still runs (TERM, then KILL after stop_timeout_s), and remove the
@@ -247,6 +227,12 @@ start_filter() {  # start_filter FIFO LOG PREFIX TARGET(1|2)
   filter_pids+=($!)
 }
 
+# Runs in each worker's own session, as the leader of its process group (so one group kill
+# stops it and the worker): runs the worker, then reports "rank<R> STATUS" on the events FIFO.
+# The main loop reads those lines with read -t, a blocking wait with a deadline.
+# shellcheck disable=SC2016  # expanded by the wrapper's own shell
+readonly worker_wrapper='"${@:3}"; code=$?; echo "$1 $code" >"$2"; exit "$code"'
+
 start_workers() {
   local env_common=(
     -u LIBREDUCE_SECRET -u LIBREDUCE_RANK -u LIBREDUCE_WORLD_SIZE  # would override ours
@@ -256,6 +242,9 @@ start_workers() {
   if [[ $algo == ring ]]; then
     env_common+=(MASTER_ADDR=127.0.0.1 MASTER_PORT="$(free_port_pair)")
   fi
+  # Opened read-write: never blocks, and never reads end-of-file while we hold it.
+  mkfifo "$workdir/events"
+  exec {events_fd}<>"$workdir/events"
   local r log out
   for ((r = 0; r < workers; r++)); do
     log="$workdir/rank$r.log"
@@ -266,7 +255,8 @@ start_workers() {
       start_filter "$workdir/rank0.out" "$log" "" 1
       out="$workdir/rank0.out"
     fi
-    setsid env "${env_common[@]}" RANK="$r" "$program" "${program_args[@]}" \
+    setsid bash -c "$worker_wrapper" local_job "rank$r" "$workdir/events" \
+      env "${env_common[@]}" RANK="$r" "$program" "${program_args[@]}" \
       >>"$out" 2>"$workdir/rank$r.err" </dev/null &
     worker_pids+=($!)
   done
@@ -284,34 +274,25 @@ describe_status() {  # describe_status CODE -> "exit 1" or "killed by SIGSEGV"
 # Waits for every worker, bounded by --timeout. After the first failure the job cannot succeed:
 # the others get grace_s to finish (typically to report which peer is gone), then are stopped.
 wait_for_workers() {
-  local -A rank_of=() reducer_of=()
-  local r i code failed=() stuck=() limit_s=$timeout_s left=$workers
-  for ((r = 0; r < workers; r++)); do rank_of[${worker_pids[r]}]=$r; done
-  for ((i = 0; i < reducers; i++)); do reducer_of[${reducer_pids[i]}]=$i; done
-
-  start_clock "$timeout_s"
-  while ((left > 0)) && wait_next && [[ $ended_pid != "$clock_pid" ]]; do
-    code=${exit_code[$ended_pid]}
-    if [[ -v "reducer_of[$ended_pid]" ]]; then
-      # Said at once: the workers' errors that follow are most likely about this.
-      echo "local_job: reducer ${reducer_of[$ended_pid]} exited during the job" \
-        "($(describe_status "$code")); log: $workdir/reducer${reducer_of[$ended_pid]}.log" >&2
-      continue
-    fi
-    [[ -v "rank_of[$ended_pid]" ]] || continue  # an output filter
-    r=${rank_of[$ended_pid]}
+  local r code name left=$workers failed=() stuck=() limit_s=$timeout_s
+  local deadline=$((SECONDS + timeout_s))
+  while ((left > 0 && deadline > SECONDS)); do
+    # Times out (status > 128) at the deadline; a signal runs its trap, which exits.
+    read -r -t "$((deadline - SECONDS))" -u "$events_fd" name code || break
+    [[ $code =~ ^[0-9]+$ && $name =~ ^rank([0-9]+)$ ]] || continue  # BASH_REMATCH: rank
+    r=${BASH_REMATCH[1]}
+    wait "${worker_pids[r]}" 2>/dev/null || true  # the wrapper, which exits right after
+    exit_code[${worker_pids[r]}]=$code
     left=$((left - 1))
     ((code != 0)) || continue
     failed+=("$r")
-    if ((${#failed[@]} == 1 && left > 0 && grace_s < limit_s)); then
+    if ((${#failed[@]} == 1 && left > 0 && SECONDS + grace_s < deadline)); then
       echo "local_job: rank $r failed ($(describe_status "$code")); giving the other ranks" \
         "${grace_s} s to finish" >&2
-      stop_clock
-      start_clock "$grace_s"
+      deadline=$((SECONDS + grace_s))
       limit_s=$grace_s
     fi
   done
-  stop_clock
 
   if ((left > 0)); then
     for ((r = 0; r < workers; r++)); do
@@ -330,7 +311,7 @@ wait_for_workers() {
   local parts=()
   for r in $(printf '%s\n' "${failed[@]}" "${stuck[@]}" | sort -n); do
     if [[ " ${stuck[*]} " == *" $r "* ]]; then
-      parts+=("rank $r (timed out)")
+      parts+=("rank $r (still running after ${limit_s} s, stopped)")
     else
       parts+=("rank $r ($(describe_status "${exit_code[${worker_pids[r]}]}"))")
     fi
@@ -340,18 +321,20 @@ wait_for_workers() {
   return 1
 }
 
-# SIGTERM makes a reducer exit 0. One that died during the job (reported then) or exits
-# otherwise gets its log kept; the job's status stays the workers' own.
+# SIGTERM makes a reducer exit 0. One that died during the job, or exits otherwise, is
+# reported and its log kept; the job's status stays the workers' own.
 stop_reducers() {
   local i pid ok=0 early=()
   for ((i = 0; i < reducers; i++)); do
-    has_ended "${reducer_pids[i]}" && early[i]=1
+    kill -0 "${reducer_pids[i]}" 2>/dev/null || early[i]=1
   done
   kill_groups TERM "${reducer_pids[@]}"
   wait_bounded "$stop_timeout_s" "${reducer_pids[@]}"
   for ((i = 0; i < reducers; i++)); do
     pid=${reducer_pids[i]}
     if [[ -n ${early[i]:-} ]]; then
+      echo "local_job: reducer $i exited during the job" \
+        "($(describe_status "${exit_code[$pid]:-0}")); log: $workdir/reducer$i.log" >&2
       ok=1
     elif ((${exit_code[$pid]:-0} != 0)); then
       echo "local_job: reducer $i did not stop cleanly on SIGTERM" \

@@ -102,6 +102,90 @@ inline std::string versionString() {
          std::to_string(code % 100);
 }
 
+/** An asynchronous operation; waits for it (bounded by the library's timeouts) when destroyed. */
+class Request {
+ public:
+  explicit Request(rdRequest_t request) : request_(request) {}
+  Request(Request&& other) noexcept : request_(other.request_) { other.request_ = nullptr; }
+  Request& operator=(Request&&) = delete;
+  Request(const Request&) = delete;
+  ~Request() {
+    if (request_ != nullptr) {
+      rdRequestWait(request_, -1);
+      rdRequestFree(request_);
+    }
+  }
+  /** True when finished; throws rd::Error when the operation failed. */
+  bool test() { return check(rdRequestTest(request_)) == rdSuccess; }
+  /** Waits up to @p timeout_ms (-1 = until it ends); true when finished, throws on failure. */
+  bool wait(int timeout_ms = -1) { return check(rdRequestWait(request_, timeout_ms)) == rdSuccess; }
+
+ private:
+  rdRequest_t request_;
+};
+
+/** Owns an rdComm_t; collectives throw rd::Error with the library's message on failure. */
+class Communicator {
+ public:
+  /** From the environment (LIBREDUCE_REDUCERS, RANK, WORLD_SIZE, ...). */
+  static Communicator fromEnv() {
+    rdComm_t comm = nullptr;
+    check(rdCommInitFromEnv(&comm));
+    return Communicator(comm);
+  }
+  /** NCCL style: every rank passes the id rank 0 got from rdGetUniqueId. */
+  Communicator(int nranks, const rdUniqueId& id, int rank) {
+    check(rdCommInitRank(&comm_, nranks, id, rank));
+  }
+  Communicator(Communicator&& other) noexcept : comm_(other.comm_) { other.comm_ = nullptr; }
+  Communicator& operator=(Communicator&&) = delete;
+  Communicator(const Communicator&) = delete;
+  ~Communicator() {
+    if (comm_ != nullptr) rdCommDestroy(comm_);
+  }
+
+  int rank() const {
+    int r = 0;
+    check(rdCommUserRank(comm_, &r));
+    return r;
+  }
+  int size() const {
+    int n = 0;
+    check(rdCommCount(comm_, &n));
+    return n;
+  }
+  template <typename T>
+  void allReduce(const T* send, T* recv, size_t count, rdRedOp_t op = rdSum) {
+    check(rdAllReduce(send, recv, count, DataTypeOf<T>::value, op, comm_));
+  }
+  template <typename T>
+  Request allReduceAsync(const T* send, T* recv, size_t count, rdRedOp_t op = rdSum) {
+    rdRequest_t request = nullptr;
+    check(rdAllReduceAsync(send, recv, count, DataTypeOf<T>::value, op, comm_, &request));
+    return Request(request);
+  }
+  template <typename T>
+  void reduceScatter(const T* send, T* recv, size_t recvcount, rdRedOp_t op = rdSum) {
+    check(rdReduceScatter(send, recv, recvcount, DataTypeOf<T>::value, op, comm_));
+  }
+  template <typename T>
+  void allGather(const T* send, T* recv, size_t sendcount) {
+    check(rdAllGather(send, recv, sendcount, DataTypeOf<T>::value, comm_));
+  }
+  template <typename T>
+  void broadcast(const T* send, T* recv, size_t count, int root) {
+    check(rdBroadcast(send, recv, count, DataTypeOf<T>::value, root, comm_));
+  }
+  void barrier() { check(rdBarrier(comm_)); }
+  /** Fails pending operations and stops talking to peers; returns at once. */
+  void abort() { check(rdCommAbort(comm_)); }
+  rdComm_t get() const { return comm_; }
+
+ private:
+  explicit Communicator(rdComm_t comm) : comm_(comm) {}
+  rdComm_t comm_ = nullptr;
+};
+
 }  // namespace rd
 
 #endif  // LIBREDUCE_REDUCE_HPP

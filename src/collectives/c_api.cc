@@ -68,12 +68,18 @@ rdResult_t postOp(rdComm_t comm, OpDesc desc, rdRequest_t* out) {
   return rdSuccess;
 }
 
-rdResult_t runOp(rdComm_t comm, const OpDesc& desc) {
-  rdRequest_t request = nullptr;
-  RD_CHECK(postOp(comm, desc, &request));
+// Blocking form of a posted operation: waits for it (its own timeouts bound the wait).
+rdResult_t waitAndFree(rdResult_t posted, rdRequest_t request) {
+  if (posted != rdSuccess || request == nullptr) return posted;
   rdResult_t status = request->request->wait(-1);
   delete request;
   return status;
+}
+
+rdResult_t runOp(rdComm_t comm, const OpDesc& desc) {
+  rdRequest_t request = nullptr;
+  rdResult_t posted = postOp(comm, desc, &request);
+  return waitAndFree(posted, request);
 }
 
 OpDesc makeDesc(Coll coll, const void* send, void* recv, size_t count, rdDataType_t dtype,
@@ -233,10 +239,8 @@ rdResult_t rdBroadcast(const void* sendbuf, void* recvbuf, size_t count, rdDataT
 
 rdResult_t rdBarrier(rdComm_t comm) {
   rdRequest_t request = nullptr;
-  RD_CHECK(rdBarrierAsync(comm, &request));
-  rdResult_t status = request->request->wait(-1);
-  delete request;
-  return status;
+  rdResult_t posted = rdBarrierAsync(comm, &request);
+  return waitAndFree(posted, request);
 }
 
 rdResult_t rdRequestTest(rdRequest_t request) {

@@ -266,7 +266,7 @@ rdResult_t Communicator::post(const OpDesc& desc, std::shared_ptr<Request>* requ
     }
     std::shared_ptr<Operation> op =
         desc.ring ? makeRingOp(this, desc, seq, req) : makeReducerOp(this, desc, seq, req);
-    startOp(std::move(op));
+    startOp(op);
   });
   return rdSuccess;
 }

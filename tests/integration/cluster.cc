@@ -114,6 +114,12 @@ std::vector<Reducer> Cluster::startReducers(int n, const std::vector<std::string
   return out;
 }
 
+Process* Cluster::startRaw(const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {RD_REDUCE_SERVER_BIN};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return spawn(argv, {});
+}
+
 std::string Cluster::addresses(const std::vector<Reducer>& reducers) {
   std::string s;
   for (const auto& r : reducers) s += (s.empty() ? "" : ",") + r.address;

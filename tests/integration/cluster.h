@@ -33,6 +33,9 @@ class Cluster {
   /** Starts @p n reducers with extra flags; fails the test if one is not ready in 20 s. */
   std::vector<Reducer> startReducers(int n, const std::vector<std::string>& flags = {});
 
+  /** Starts reduce-server with exactly @p flags (no --listen added); does not wait. */
+  Process* startRaw(const std::vector<std::string>& flags);
+
   /** Comma-separated addresses of @p reducers. */
   static std::string addresses(const std::vector<Reducer>& reducers);
 

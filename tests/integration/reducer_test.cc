@@ -1,6 +1,7 @@
 // The reducer as a service: bounded memory whatever the message size, flat memory over a long
 // run, no CPU while idle, malformed frames close only the offending connection.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <cstring>
@@ -139,6 +140,35 @@ TEST(Reducer, MalformedFramesCloseOnlyTheOffendingConnection) {
   auto w =
       cluster.startWorkers(3, Cluster::addresses(r), {"--counts", "1000", "--dtypes", "int32"});
   expectAllPassed(cluster, w, seconds(120));
+}
+
+// SIGTERM: the daemon says so and exits 0; --bind-nic reports what it did.
+TEST(Reducer, ExitsCleanlyOnSigtermAndReportsBinding) {
+  Cluster cluster;
+  auto r = cluster.startReducers(1, {"--bind-nic", "--threads", "1", "--log-level", "info"});
+  auto w =
+      cluster.startWorkers(2, Cluster::addresses(r), {"--counts", "1000", "--dtypes", "int64"});
+  expectAllPassed(cluster, w, seconds(60));
+  Cluster::signal(r[0].process, SIGTERM);
+  ASSERT_TRUE(cluster.wait({r[0].process}, seconds(10))) << r[0].process->output;
+  EXPECT_EQ(r[0].process->status, 0) << r[0].process->output;
+  EXPECT_NE(r[0].process->output.find("shutting down"), std::string::npos);
+  EXPECT_NE(r[0].process->output.find("bound"), std::string::npos) << r[0].process->output;
+}
+
+// Bad command lines are refused with a message, not a crash.
+TEST(Reducer, RefusesBadFlags) {
+  Cluster cluster;
+  for (std::vector<std::string> flags : {std::vector<std::string>{"--memory-limit", "lots"},
+                                         {"--listen", "nohostport"},
+                                         {"--secret-file", "/nonexistent/secret"},
+                                         {"--bogus"}}) {
+    std::vector<std::string> argv = flags;
+    auto* p = cluster.startRaw(argv);
+    ASSERT_TRUE(cluster.wait({p}, seconds(10)));
+    EXPECT_EQ(p->status, 2) << p->output;
+    EXPECT_NE(p->output.find("reduce-server:"), std::string::npos) << p->output;
+  }
 }
 
 // Two jobs on the same reducers at once stay apart.
