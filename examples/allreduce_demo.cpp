@@ -30,15 +30,16 @@ struct Options {
   int iters = 5;
 };
 
+// --help (problem == nullptr) prints to stdout and succeeds; a bad command line fails with 2.
 [[noreturn]] void usage(const char* argv0, const char* problem) {
   if (problem != nullptr) std::fprintf(stderr, "allreduce_demo: %s\n", problem);
-  std::fprintf(stderr,
+  std::fprintf(problem != nullptr ? stderr : stdout,
                "usage: %s [--min-bytes SIZE] [--max-bytes SIZE] [--factor F] [--warmup N] "
                "[--iters N]\n"
                "  SIZE takes K, M, G suffixes (1K = 1024 bytes); defaults 1K, 64M, 4, 2, 5.\n"
                "  Run one copy per rank, e.g. through scripts/local_job.sh.\n",
                argv0);
-  std::exit(2);
+  std::exit(problem != nullptr ? 2 : 0);
 }
 
 // "64M" -> 67108864. False on anything that is not a plain number with an optional suffix.
@@ -170,8 +171,7 @@ int report(int rank, const char* what, rdResult_t status) {
 }
 
 // One all-reduce of small values to agree on something (the slowest time, the wrong count).
-template <typename T>
-rdResult_t agree(T* value, rdDataType_t dtype, rdRedOp_t op, rdComm_t comm) {
+rdResult_t agree(void* value, rdDataType_t dtype, rdRedOp_t op, rdComm_t comm) {
   return rdAllReduce(value, value, 1, dtype, op, comm);
 }
 

@@ -62,6 +62,7 @@ parse_args() {
     esac
   done
   (($#)) || usage
+  local name=$1
   program=$1
   shift
   program_args=("$@")
@@ -79,7 +80,7 @@ parse_args() {
   ((reducers == 0)) || [[ -x $server ]] ||
     die "no reducer binary at $server: build first, or pass --build-dir"
   if [[ $program != */* ]]; then
-    program=$(command -v "$program") || die "program '$1' not found in PATH"
+    program=$(type -P "$program") || die "program '$name' not found in PATH"
   fi
   [[ -f $program && -x $program ]] || die "program '$program' is not an executable file"
 }
@@ -217,21 +218,36 @@ EOF
 }
 
 # Each stream of a worker that is shown goes through a FIFO to one filter process, our own
-# child, so that it can be waited for before the summary (and killed by pid if it hangs).
-start_filter() {  # start_filter FIFO LOG PREFIX TARGET(1|2)
+# child, so that it can be waited for before the summary (and killed by pid if it hangs). Both
+# filters pass data on as it comes: tee does not buffer, and read takes a pipe byte by byte
+# (awk, for one, holds its input back until a buffer fills).
+show_stdout() {  # show_stdout FIFO LOG: rank 0's standard output, as is
   mkfifo "$1"
-  LOG=$2 PREFIX=$3 awk -v target="/dev/std$([[ $4 == 1 ]] && echo out || echo err)" '{
-    print >> ENVIRON["LOG"]; fflush(ENVIRON["LOG"])
-    print ENVIRON["PREFIX"] $0 > target; fflush(target)
-  }' <"$1" &
+  tee -a "$2" <"$1" &
+  filter_pids+=($!)
+}
+
+show_stderr() {  # show_stderr FIFO LOG PREFIX: standard error, each line prefixed, to ours
+  mkfifo "$1"
+  (
+    while IFS= read -r line || [[ -n $line ]]; do
+      printf '%s\n' "$line" >>"$2"
+      printf '%s%s\n' "$3" "$line" >&2
+    done
+  ) <"$1" &
   filter_pids+=($!)
 }
 
 # Runs in each worker's own session, as the leader of its process group (so one group kill
 # stops it and the worker): runs the worker, then reports "rank<R> STATUS" on the events FIFO.
-# The main loop reads those lines with read -t, a blocking wait with a deadline.
+# The main loop reads those lines with read -t, a blocking wait with a deadline. On SIGTERM
+# (sent to the whole group) the trap makes the wrapper outlive the worker, so that waiting for
+# the wrapper waits for the worker; the worker itself gets the default action back at exec.
+# The wrapper's standard error goes to /dev/null so that its "Segmentation fault" notes do not
+# duplicate the summary; the worker keeps the real one.
 # shellcheck disable=SC2016  # expanded by the wrapper's own shell
-readonly worker_wrapper='"${@:3}"; code=$?; echo "$1 $code" >"$2"; exit "$code"'
+readonly worker_wrapper='trap : TERM; exec 3>&2 2>/dev/null; "${@:3}" 2>&3 3>&-; code=$?
+echo "$1 $code" >"$2"; exit "$code"'
 
 start_workers() {
   local env_common=(
@@ -249,10 +265,10 @@ start_workers() {
   for ((r = 0; r < workers; r++)); do
     log="$workdir/rank$r.log"
     : >"$log"
-    start_filter "$workdir/rank$r.err" "$log" "[rank $r] " 2
+    show_stderr "$workdir/rank$r.err" "$log" "[rank $r] "
     out=$log  # other ranks' standard output is only logged
     if ((r == 0)); then
-      start_filter "$workdir/rank0.out" "$log" "" 1
+      show_stdout "$workdir/rank0.out" "$log"
       out="$workdir/rank0.out"
     fi
     setsid bash -c "$worker_wrapper" local_job "rank$r" "$workdir/events" \
@@ -274,7 +290,7 @@ describe_status() {  # describe_status CODE -> "exit 1" or "killed by SIGSEGV"
 # Waits for every worker, bounded by --timeout. After the first failure the job cannot succeed:
 # the others get grace_s to finish (typically to report which peer is gone), then are stopped.
 wait_for_workers() {
-  local r code name left=$workers failed=() stuck=() limit_s=$timeout_s
+  local r code name left=$workers failed=() stuck=() limit="after ${timeout_s} s"
   local deadline=$((SECONDS + timeout_s))
   while ((left > 0 && deadline > SECONDS)); do
     # Times out (status > 128) at the deadline; a signal runs its trap, which exits.
@@ -286,11 +302,9 @@ wait_for_workers() {
     left=$((left - 1))
     ((code != 0)) || continue
     failed+=("$r")
-    if ((${#failed[@]} == 1 && left > 0 && SECONDS + grace_s < deadline)); then
-      echo "local_job: rank $r failed ($(describe_status "$code")); giving the other ranks" \
-        "${grace_s} s to finish" >&2
+    if ((${#failed[@]} == 1 && SECONDS + grace_s < deadline)); then
       deadline=$((SECONDS + grace_s))
-      limit_s=$grace_s
+      limit="${grace_s} s after rank $r failed"
     fi
   done
 
@@ -298,7 +312,7 @@ wait_for_workers() {
     for ((r = 0; r < workers; r++)); do
       has_ended "${worker_pids[r]}" || stuck+=("$r")
     done
-    echo "local_job: rank(s) ${stuck[*]} still running after ${limit_s} s; stopping them" >&2
+    echo "local_job: rank(s) ${stuck[*]} still running ${limit}; stopping them" >&2
     local stuck_pids=()
     for r in "${stuck[@]}"; do stuck_pids+=("${worker_pids[r]}"); done
     kill_groups TERM "${stuck_pids[@]}"
@@ -308,16 +322,22 @@ wait_for_workers() {
   wait_bounded 5 "${filter_pids[@]}"
 
   ((${#failed[@]} + ${#stuck[@]})) || return 0
-  local parts=()
+  # One line, ranks grouped by what happened to them: "2 (killed by SIGSEGV); 0 1 3 (exit 1)".
+  local -A ranks_by=()
+  local order=() what
   for r in $(printf '%s\n' "${failed[@]}" "${stuck[@]}" | sort -n); do
     if [[ " ${stuck[*]} " == *" $r "* ]]; then
-      parts+=("rank $r (still running after ${limit_s} s, stopped)")
+      what="still running ${limit}, stopped"
     else
-      parts+=("rank $r ($(describe_status "${exit_code[${worker_pids[r]}]}"))")
+      what=$(describe_status "${exit_code[${worker_pids[r]}]}")
     fi
+    [[ -v "ranks_by[$what]" ]] || order+=("$what")
+    ranks_by[$what]+="${ranks_by[$what]:+ }$r"
   done
-  local IFS=,
-  echo "local_job: FAILED: ${#parts[@]} of $workers ranks failed:${parts[*]/#/ }" >&2
+  local summary=""
+  for what in "${order[@]}"; do summary+="${summary:+; }${ranks_by[$what]} ($what)"; done
+  echo "local_job: FAILED: $((${#failed[@]} + ${#stuck[@]})) of $workers ranks failed:" \
+    "$summary" >&2
   return 1
 }
 

@@ -38,8 +38,14 @@ rdResult_t Communicator::start() {
   RD_CHECK(transport::createUcxTransport(topts, std::move(h), &transport_));
   std::vector<std::string> targets = config_.reducers;
   if (targets.empty()) targets.push_back(config_.rendezvous);
-  for (const auto& address : targets) links_.push_back(ReducerLink{address});
+  for (const auto& address : targets) {
+    ReducerLink link;
+    link.address = address;
+    links_.push_back(link);
+  }
   if (config_.listen_host.empty()) config_.listen_host = localAddressToward(targets.front());
+  // Connection failures from here on are retried until the join deadline.
+  join_deadline_ = Clock::now() + std::chrono::milliseconds(config_.timeout_ms);
   return transport_->runSync([this] {
     RD_CHECK(transport_->listen(config_.listen_host, 0, &listen_address_));
     for (auto& link : links_) RD_CHECK(transport_->connect(link.address, &link.conn));
@@ -47,21 +53,37 @@ rdResult_t Communicator::start() {
   });
 }
 
+void Communicator::sendHello(uint32_t index) {
+  ReducerLink& link = links_[index];
+  link.nonce = auth::makeNonce();
+  wire::HelloBody body;
+  body.chunk_bytes = config_.chunk_bytes;
+  body.timeout_ms = config_.timeout_ms;
+  std::memcpy(body.nonce, link.nonce.data(), link.nonce.size());
+  auto text = std::make_shared<std::string>(wire::encodeHello(body, listen_address_));
+  wire::Header h = header(wire::MsgType::kHello, index);
+  h.payload_bytes = text->size();
+  transport_->send(link.conn, &h, sizeof h, text->data(), text->size(), [text](rdResult_t) {});
+}
+
+void Communicator::retryConnections(Clock::time_point now) {
+  for (uint32_t i = 0; i < links_.size(); ++i) {
+    ReducerLink& link = links_[i];
+    if (link.conn != 0 || now < link.retry_at) continue;
+    if (transport_->connect(link.address, &link.conn) != rdSuccess) {
+      link.conn = 0;
+      link.last_error = lastError();
+      link.retry_at = now + kConnectRetry;
+      continue;
+    }
+    sendHello(i);
+  }
+}
+
 rdResult_t Communicator::join() {
   join_request_ = std::make_shared<Request>();
   transport_->post([this] {
-    for (uint32_t i = 0; i < links_.size(); ++i) {
-      ReducerLink& link = links_[i];
-      link.nonce = auth::makeNonce();
-      wire::HelloBody body;
-      body.chunk_bytes = config_.chunk_bytes;
-      body.timeout_ms = config_.timeout_ms;
-      std::memcpy(body.nonce, link.nonce.data(), link.nonce.size());
-      auto text = std::make_shared<std::string>(wire::encodeHello(body, listen_address_));
-      wire::Header h = header(wire::MsgType::kHello, i);
-      h.payload_bytes = text->size();
-      transport_->send(link.conn, &h, sizeof h, text->data(), text->size(), [text](rdResult_t) {});
-    }
+    for (uint32_t i = 0; i < links_.size(); ++i) sendHello(i);
   });
   // The reducers time a join out after timeout_ms and say who is missing: wait a little longer.
   rdResult_t st =
@@ -70,7 +92,9 @@ rdResult_t Communicator::join() {
     std::string pending;
     transport_->runSync([&] {
       for (uint32_t i = 0; i < links_.size(); ++i) {
-        if (links_[i].epoch == 0) pending += (pending.empty() ? "" : ", ") + reducerName(i);
+        if (links_[i].epoch != 0) continue;
+        pending += (pending.empty() ? "" : ", ") + reducerName(i);
+        if (!links_[i].last_error.empty()) pending += " (" + links_[i].last_error + ")";
       }
       return rdSuccess;
     });
@@ -78,6 +102,23 @@ rdResult_t Communicator::join() {
                      config_.timeout_ms, pending.c_str());
   }
   return st;
+}
+
+std::shared_ptr<char> Communicator::stagingBuffer() {
+  if (staging_in_use_ >= 2 * config_.window) return nullptr;
+  char* raw = nullptr;
+  if (!staging_free_.empty()) {
+    raw = staging_free_.back();
+    staging_free_.pop_back();
+  } else {
+    raw = new char[config_.chunk_bytes];
+  }
+  ++staging_in_use_;
+  // Back to the free list when the last holder lets go (on the progress thread).
+  return std::shared_ptr<char>(raw, [this](char* p) {
+    --staging_in_use_;
+    staging_free_.push_back(p);
+  });
 }
 
 Communicator::~Communicator() {
@@ -109,6 +150,7 @@ Communicator::~Communicator() {
     return rdSuccess;
   });
   transport_.reset();
+  for (char* p : staging_free_) delete[] p;
 }
 
 std::string Communicator::reducerName(uint32_t reducer) const {
@@ -207,6 +249,15 @@ void Communicator::reapFinished() {
 
 void Communicator::onFailure(transport::ConnId conn, const std::string& reason) {
   int link = linkOf(conn);
+  if (link >= 0 && links_[link].epoch == 0 && !aborted_ && Clock::now() < join_deadline_ &&
+      !links_[link].welcomed) {
+    // Not up yet (workers may start before their reducers or rank 0): try again until the
+    // join deadline, then report this address and the last error.
+    links_[link].conn = 0;
+    links_[link].last_error = reason;
+    links_[link].retry_at = Clock::now() + kConnectRetry;
+    return;
+  }
   if (link >= 0 && config_.reducers.empty() && links_[link].epoch != 0) {
     return;  // the rendezvous went away after the join: the ring does not need it
   }
@@ -246,6 +297,7 @@ rdResult_t Communicator::asyncError() {
 
 void Communicator::onTick() {
   auto now = Clock::now();
+  if (join_request_ && joined_links_ < links_.size()) retryConnections(now);
   for (auto& op : snapshot()) op->onTick(now);
   reapFinished();
 }

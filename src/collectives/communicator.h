@@ -69,6 +69,8 @@ class Communicator {
     uint32_t epoch = 0;
     auth::Nonce nonce{};
     bool welcomed = false;
+    Clock::time_point retry_at{};  // reconnect then (join only)
+    std::string last_error;
   };
   transport::Transport& transport() { return *transport_; }
   std::vector<ReducerLink>& reducers() { return links_; }
@@ -79,6 +81,12 @@ class Communicator {
   transport::ConnId ringNext();
   /** Name of a reducer for messages: "reducer 1 (127.0.0.1:4000)". */
   std::string reducerName(uint32_t reducer) const;
+  /**
+   * A buffer of config().chunk_bytes for a ring piece in flight (reused, never zeroed), or null
+   * when 2 x window are already in use: the caller holds the piece back until one returns.
+   */
+  std::shared_ptr<char> stagingBuffer();
+
   /** Fails the communicator: every operation and every later call get this error. */
   void failAll(rdResult_t status, const std::string& reason);
 
@@ -86,6 +94,9 @@ class Communicator {
   explicit Communicator(const CommConfig& config);
   rdResult_t start();
   rdResult_t join();
+  void sendHello(uint32_t index);
+  void retryConnections(Clock::time_point now);
+  static constexpr std::chrono::milliseconds kConnectRetry{200};
   void onMessage(transport::ConnId conn, const void* header, size_t len, transport::Payload p);
   void onJoinMessage(uint32_t link, const wire::Header& h, transport::Payload& p);
   void onFailure(transport::ConnId conn, const std::string& reason);
@@ -105,6 +116,7 @@ class Communicator {
 
   // Join progress (progress thread), reported through join_request_.
   uint32_t joined_links_ = 0;
+  Clock::time_point join_deadline_{};
   std::map<uint32_t, auth::Nonce> reducer_nonces_;
   std::shared_ptr<Request> join_request_;
 
@@ -117,6 +129,9 @@ class Communicator {
     transport::Payload payload;
   };
   std::map<uint64_t, std::vector<EarlyMessage>> early_;
+
+  std::vector<char*> staging_free_;  // progress thread
+  uint32_t staging_in_use_ = 0;
 
   std::mutex failure_mu_;
   rdResult_t failure_status_ = rdSuccess;

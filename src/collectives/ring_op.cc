@@ -4,6 +4,7 @@
 // rank. Segments are sent in pieces of chunk_bytes, and each piece is forwarded as soon as it
 // arrives, so the steps overlap like a pipeline.
 #include <cstring>
+#include <deque>
 #include <vector>
 
 #include "collectives/communicator.h"
@@ -51,7 +52,14 @@ class RingOp final : public Operation {
   void sendPiece(uint32_t step, uint32_t piece);
   void absorb(uint32_t step, uint32_t piece, const void* data);
   void succeedIfDone();
+  void fetchHeld();
 
+  struct Held {  // a large piece waiting for a staging buffer
+    uint32_t step;
+    uint32_t piece;
+    transport::Payload payload;
+  };
+  std::deque<Held> held_;
   size_t esize_ = 0;
   uint64_t piece_elems_ = 1;
   uint32_t steps_ = 0;
@@ -99,8 +107,13 @@ void RingOp::sendPiece(uint32_t step, uint32_t piece) {
   h.payload_bytes = pieceElems(s, piece) * esize_;
   ++sending_;
   auto self = shared_from_this();
+  // Large pieces are pulled by the neighbour later: the operation is done, and the caller may
+  // reuse the buffer, only when every send completed.
   comm_->transport().send(next_, &h, sizeof h, piecePtr(s, piece), h.payload_bytes,
-                          [this, self](rdResult_t) { --sending_; });
+                          [this, self](rdResult_t) {
+                            --sending_;
+                            succeedIfDone();
+                          });
 }
 
 void RingOp::absorb(uint32_t step, uint32_t piece, const void* data) {
@@ -148,26 +161,40 @@ void RingOp::onMessage(transport::ConnId, const wire::Header& h, transport::Payl
     payload.discard();
     return;
   }
-  // Large piece: all-gather pieces land in place; reduce-scatter pieces need a staging buffer.
-  bool in_place = step + 1 >= n();
-  auto staging = std::make_shared<std::vector<char>>(in_place ? 0 : payload.size());
-  char* dst = in_place ? piecePtr(recvSeg(step), h.chunk) : staging->data();
-  ++receiving_;
-  auto self = shared_from_this();
-  uint32_t piece = h.chunk;
-  payload.receiveInto(dst, [this, self, staging, dst, step, piece](rdResult_t status) {
-    --receiving_;
-    if (completed_) return;
-    if (status != rdSuccess) {
-      fail(status, "receiving from ring neighbour failed");
-      return;
-    }
-    absorb(step, piece, dst);
-  });
+  held_.push_back(Held{step, h.chunk, std::move(payload)});
+  fetchHeld();
+}
+
+void RingOp::fetchHeld() {
+  while (!held_.empty() && !completed_) {
+    Held& next = held_.front();
+    // Large piece: all-gather pieces land in place; reduce-scatter pieces need a staging buffer,
+    // and wait for one when 2 x window are in flight (bounded memory, warm buffers).
+    bool in_place = next.step + 1 >= n();
+    std::shared_ptr<char> staging = in_place ? nullptr : comm_->stagingBuffer();
+    if (!in_place && !staging) return;
+    uint32_t step = next.step, piece = next.piece;
+    transport::Payload payload = std::move(next.payload);
+    held_.pop_front();
+    char* dst = in_place ? piecePtr(recvSeg(step), piece) : staging.get();
+    ++receiving_;
+    auto self = shared_from_this();
+    payload.receiveInto(dst, [this, self, staging, dst, step, piece](rdResult_t status) mutable {
+      --receiving_;
+      if (completed_) return;
+      if (status != rdSuccess) {
+        fail(status, "receiving from ring neighbour failed");
+        return;
+      }
+      absorb(step, piece, dst);
+      staging.reset();
+      fetchHeld();
+    });
+  }
 }
 
 void RingOp::succeedIfDone() {
-  if (completed_ || received_ != expected_) return;
+  if (completed_ || received_ != expected_ || sending_ != 0) return;
   completed_ = true;
   request_->complete(rdSuccess);
 }

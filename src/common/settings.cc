@@ -59,6 +59,9 @@ constexpr Setting kTable[] = {
     {Id::kListenHost, "listen_host", "LIBREDUCE_LISTEN_HOST", Kind::kString, "", "",
      "Address a worker listens on for ring neighbours; empty = the local address that routes to "
      "the first reducer (or to MASTER_ADDR)."},
+    {Id::kSpinUs, "spin_us", "LIBREDUCE_SPIN_US", Kind::kInt, "0", "0..1000000",
+     "Microseconds a progress thread keeps polling after network activity before it sleeps on "
+     "the event fd. Idle processes always sleep."},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Id::kCount), "one row per settings::Id");
 

@@ -29,6 +29,7 @@ enum class Id : int {
   kTimeoutMs,
   kDeterministic,
   kListenHost,
+  kSpinUs,
   kCount
 };
 

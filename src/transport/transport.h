@@ -115,6 +115,7 @@ class Transport {
 
 struct Options {
   std::string name = "libreduce";  // for logs
+  uint32_t spin_us = 0;            // poll this long after activity before sleeping
 };
 
 /** Creates a UCX transport and starts its progress thread. */

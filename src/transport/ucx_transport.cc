@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
 #include "transport/ucx_payload.h"
 
@@ -73,6 +75,11 @@ rdResult_t UcxTransport::start() {
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) return ucxError(st, "ucp_config_read");
+  // UCX's own keepalive declares idle endpoints dead after ~20 s when a process is busy; peers
+  // that die are seen by the connection (reset) and frozen ones by libreduce's timeouts.
+  if (std::getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {
+    ucp_config_modify(config, "KEEPALIVE_INTERVAL", "inf");
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
@@ -154,6 +161,8 @@ bool UcxTransport::runPosted() {
 
 void UcxTransport::loop() {
   auto next_tick = std::chrono::steady_clock::now();
+  auto last_activity = next_tick;
+  const auto spin = std::chrono::microseconds(options_.spin_us);
   while (!stop_) {
     bool busy = runPosted();
     while (ucp_worker_progress(worker_) != 0) busy = true;
@@ -168,7 +177,10 @@ void UcxTransport::loop() {
       next_tick = now + std::chrono::milliseconds(kTickMs);
       if (handlers_.on_tick) handlers_.on_tick();
     }
-    if (busy || stop_) continue;
+    if (busy) last_activity = now;
+    // Right after activity more usually follows (the next fragment, the peer's answer): poll a
+    // few microseconds before paying for a sleep and a wake-up. Idle, the thread sleeps.
+    if (busy || stop_ || now - last_activity < spin) continue;
     if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;  // events arrived meanwhile
     auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - now).count();
     epoll_event events[2];
@@ -188,9 +200,11 @@ void UcxTransport::shutdownOnThread() {
   for (ucp_listener_h l : listeners_) ucp_listener_destroy(l);
   listeners_.clear();
   for (auto& [id, conn] : conns_) {
+    // Healthy peers get what is still queued for them (small sends complete locally before
+    // they are on the wire); failed ones are dropped at once.
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    param.flags = conn.failed ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     void* req = ucp_ep_close_nbx(conn.ep, &param);
     if (UCS_PTR_IS_PTR(req)) closing_.push_back(req);
   }
@@ -399,7 +413,11 @@ void UcxTransport::deregisterMemory(MemRegion region) {
 
 rdResult_t createUcxTransport(const Options& options, Handlers handlers,
                               std::unique_ptr<Transport>* out) {
-  auto t = std::make_unique<UcxTransport>(options, std::move(handlers));
+  Options opts = options;
+  int64_t spin = 0;
+  RD_CHECK(settings::readInt(settings::Id::kSpinUs, &spin));
+  opts.spin_us = static_cast<uint32_t>(spin);
+  auto t = std::make_unique<UcxTransport>(opts, std::move(handlers));
   RD_CHECK(t->start());
   *out = std::move(t);
   return rdSuccess;

@@ -86,13 +86,13 @@ void expectSameHeader(const Header& a, const Header& b) {
 // --- parseHeader -------------------------------------------------------------------------
 
 TEST(WireHeader, HasNoPadding) {
-  // The header goes on the wire as raw memory: padding would send uninitialized bytes (today
-  // 4 bytes between root and comm_id, which makeHeader never initializes).
+  // The header goes on the wire as raw memory: padding would send uninitialized bytes.
   Header h;
   size_t fields = sizeof h.magic + sizeof h.version + sizeof h.type + sizeof h.coll +
                   sizeof h.dtype + sizeof h.op + sizeof h.flags + sizeof h.rank + sizeof h.nranks +
-                  sizeof h.epoch + sizeof h.root + sizeof h.comm_id + sizeof h.seq +
-                  sizeof h.count + sizeof h.chunk + sizeof h.status + sizeof h.payload_bytes;
+                  sizeof h.epoch + sizeof h.root + sizeof h.reserved + sizeof h.comm_id +
+                  sizeof h.seq + sizeof h.count + sizeof h.chunk + sizeof h.status +
+                  sizeof h.payload_bytes;
   EXPECT_EQ(fields, sizeof(Header));
   EXPECT_EQ(sizeof(HelloBody), sizeof(uint64_t) + 2 * sizeof(uint32_t) + kNonceBytes);
 }
