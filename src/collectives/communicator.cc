@@ -217,6 +217,10 @@ void Communicator::onMessage(transport::ConnId conn, const void* header, size_t 
     } else if (auto it = ops_.find(h.seq); it != ops_.end()) {
       it->second->fail(status, text);
       reapFinished();
+    } else if (h.seq >= next_seq_) {
+      // The operation failed on the reducer before this rank posted it (another rank's
+      // arguments differed): fail it as soon as it is posted.
+      early_errors_[h.seq] = {status, text};
     }
     return;
   }
@@ -327,6 +331,10 @@ void Communicator::startOp(const std::shared_ptr<Operation>& op) {
   Operation* raw = op.get();
   uint64_t seq = op->seq();
   ops_[seq] = op;
+  if (auto err = early_errors_.find(seq); err != early_errors_.end()) {
+    raw->fail(err->second.first, err->second.second);
+    early_errors_.erase(err);
+  }
   raw->start();
   auto early = early_.find(seq);
   if (early != early_.end()) {

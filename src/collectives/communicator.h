@@ -129,6 +129,7 @@ class Communicator {
     transport::Payload payload;
   };
   std::map<uint64_t, std::vector<EarlyMessage>> early_;
+  std::map<uint64_t, std::pair<rdResult_t, std::string>> early_errors_;
 
   std::vector<char*> staging_free_;  // progress thread
   uint32_t staging_in_use_ = 0;

@@ -174,7 +174,7 @@ void ReducerOp::fail(rdResult_t status, const std::string& reason) {
   if (completed_) return;
   // Every answer is here and only its bytes are still landing: a rank that left after this
   // operation (its leave overtakes our receives) must not fail it.
-  if (answered_headers_ == expected_ && status != rdAborted) return;
+  if (expected_ != 0 && answered_headers_ == expected_ && status != rdAborted) return;
   completed_ = true;
   request_->complete(status, reason);
 }

@@ -15,10 +15,11 @@ struct Slot {
   size_t bytes = 0;       // one slice
   uint32_t expected = 0;  // contributions to wait for
   uint32_t delivered = 0;
-  uint32_t in_flight = 0;  // payloads still being received into the buffer
-  uint32_t sends = 0;      // result sends not yet completed
-  std::vector<uint8_t> seen;
-  int accumulator = -1;  // slice holding the running result (arrival-order mode)
+  uint32_t in_flight = 0;       // payloads still being received into the buffer
+  uint32_t sends = 0;           // result sends not yet completed
+  std::vector<uint8_t> seen;    // header arrived
+  std::vector<uint8_t> landed;  // payload fully received
+  int accumulator = -1;         // slice holding the running result (arrival-order mode)
   char* buffer = nullptr;
   size_t buffer_bytes = 0;
   BufferPool* pool = nullptr;
@@ -170,6 +171,7 @@ std::shared_ptr<Slot> ReduceComm::createSlot(const wire::Header& h, const wire::
   slot->bytes = h.payload_bytes;
   slot->expected = wire::contributorCount(g);
   slot->seen.assign(slot->expected, 0);
+  slot->landed.assign(slot->expected, 0);
   slot->pool = pool_;
   slot->buffer_bytes = slot->bytes * slot->expected;
   if (slot->buffer_bytes > pool_->limit()) {
@@ -196,6 +198,7 @@ void ReduceComm::onDelivered(const std::shared_ptr<Slot>& slot, uint32_t index, 
     return;
   }
   ++slot->delivered;
+  slot->landed[index] = 1;
   const auto dtype = static_cast<rdDataType_t>(slot->sig.dtype);
   const auto op = static_cast<rdRedOp_t>(slot->sig.op);
   bool in_order = (flags_ & wire::kFlagDeterministic) != 0;
@@ -354,12 +357,13 @@ void ReduceComm::checkTimeouts(Clock::time_point now) {
         shape_.chunk_bytes, rdDataTypeSize(static_cast<rdDataType_t>(slot->sig.dtype)));
     for (uint32_t r = 0; r < shape_.nranks; ++r) {
       uint32_t index = slot->expected == 1 ? 0 : r;
-      if (wire::contributes(g, key.second, r) && slot->seen[index] == 0) missing.push_back(r);
+      // A frozen sender's header may be here while its data never arrives: count only data.
+      if (wire::contributes(g, key.second, r) && slot->landed[index] == 0) missing.push_back(r);
     }
     std::string who =
         missing.size() == 1 ? "rank " + rankList(missing) : "ranks " + rankList(missing);
     failOp(key.first, rdTimeout,
-           who + " sent nothing for chunk " + std::to_string(key.second) + " of operation " +
+           who + " did not deliver chunk " + std::to_string(key.second) + " of operation " +
                std::to_string(key.first) + " within " + std::to_string(timeout_ms_) + " ms");
     return;  // failOp changed slots_; the next tick looks again
   }
