@@ -10,7 +10,8 @@ namespace rd::server {
 
 // One (operation, chunk): the contributions land side by side in one buffer, one slice each.
 struct Slot {
-  wire::Header sig;  // the first contribution's header: what every other one must match
+  wire::Header sig;         // the first contribution's header: what every other one must match
+  wire::Geometry geometry;  // of the operation, derived from sig once
   wire::ChunkSpan span;
   size_t bytes = 0;       // one slice
   uint32_t expected = 0;  // contributions to wait for
@@ -27,6 +28,8 @@ struct Slot {
   Clock::time_point deadline;
 
   char* slice(uint32_t i) const { return buffer + static_cast<size_t>(i) * bytes; }
+  // Slice of @p rank's contribution: its own for reductions, the only one otherwise.
+  uint32_t indexOf(uint32_t rank) const { return expected == 1 ? 0 : rank; }
   // Memory goes back only when no receive writes into it and no send reads from it.
   void releaseIfIdle() {
     if (dead && in_flight == 0 && sends == 0 && buffer != nullptr) {
@@ -93,14 +96,25 @@ void ReduceComm::sendTo(uint32_t rank, wire::Header h, const std::string& body) 
                    [text](rdResult_t) {});
 }
 
-bool ReduceComm::checkSignature(const wire::Header& h) {
-  auto [it, inserted] = signatures_.try_emplace(h.seq, h, h.rank);
-  if (inserted || sameSignature(it->second.first, h)) return true;
-  const auto& [first, first_rank] = it->second;
+wire::Header ReduceComm::errorHeader(uint64_t seq, rdResult_t status) const {
+  wire::Header e =
+      wire::makeHeader(wire::MsgType::kError, shape_.comm_id, shape_.epoch, 0, shape_.nranks);
+  e.seq = seq;
+  e.status = status;
+  return e;
+}
+
+void ReduceComm::failMismatch(const wire::Header& first, const wire::Header& h) {
   failOp(h.seq, rdInvalidUsage,
-         "ranks " + std::to_string(first_rank) + " and " + std::to_string(h.rank) +
+         "ranks " + std::to_string(first.rank) + " and " + std::to_string(h.rank) +
              " called operation " + std::to_string(h.seq) +
              " with different arguments: " + describe(first) + " vs " + describe(h));
+}
+
+bool ReduceComm::checkSignature(const wire::Header& h) {
+  auto [it, inserted] = signatures_.try_emplace(h.seq, h);
+  if (inserted || sameSignature(it->second, h)) return true;
+  failMismatch(it->second, h);
   return false;
 }
 
@@ -113,11 +127,7 @@ ReduceComm::Outcome ReduceComm::contribute(const wire::Header& h, uint32_t conn_
   }
   if (failed()) {
     payload.discard();
-    wire::Header e =
-        wire::makeHeader(wire::MsgType::kError, shape_.comm_id, shape_.epoch, 0, shape_.nranks);
-    e.seq = h.seq;
-    e.status = rdRemoteError;
-    sendTo(h.rank, e, failure_);
+    sendTo(h.rank, errorHeader(h.seq, rdRemoteError), failure_);
     return Outcome::kAccepted;
   }
   if (failed_ops_.count(h.seq) != 0 || !checkSignature(h)) {
@@ -130,11 +140,7 @@ ReduceComm::Outcome ReduceComm::contribute(const wire::Header& h, uint32_t conn_
   if (it != slots_.end()) {
     slot = it->second;
     if (!sameSignature(slot->sig, h)) {
-      checkSignature(slot->sig);  // re-registers the first signature if it was dropped
-      failOp(h.seq, rdInvalidUsage,
-             "ranks " + std::to_string(slot->sig.rank) + " and " + std::to_string(h.rank) +
-                 " called operation " + std::to_string(h.seq) +
-                 " with different arguments: " + describe(slot->sig) + " vs " + describe(h));
+      failMismatch(slot->sig, h);
       payload.discard();
       return Outcome::kAccepted;
     }
@@ -143,7 +149,7 @@ ReduceComm::Outcome ReduceComm::contribute(const wire::Header& h, uint32_t conn_
     slot = createSlot(h, g, span, why, &no_memory);
     if (!slot) return no_memory ? Outcome::kNeedMemory : Outcome::kBadFrame;
   }
-  uint32_t index = slot->expected == 1 ? 0 : h.rank;
+  uint32_t index = slot->indexOf(h.rank);
   if (failIfWaitingForLeft(slot)) {
     payload.discard();
     return Outcome::kAccepted;
@@ -167,6 +173,7 @@ std::shared_ptr<Slot> ReduceComm::createSlot(const wire::Header& h, const wire::
                                              bool* no_memory) {
   auto slot = std::make_shared<Slot>();
   slot->sig = h;
+  slot->geometry = g;
   slot->span = span;
   slot->bytes = h.payload_bytes;
   slot->expected = wire::contributorCount(g);
@@ -247,9 +254,7 @@ void ReduceComm::finish(const std::shared_ptr<Slot>& slot) {
       return;
     }
   }
-  wire::Geometry g =
-      wire::makeGeometry(static_cast<wire::Coll>(slot->sig.coll), slot->sig.count, shape_.nranks,
-                         slot->sig.root, shape_.chunk_bytes, rdDataTypeSize(dtype));
+  const wire::Geometry& g = slot->geometry;
   wire::Header out = slot->sig;
   out.epoch = shape_.epoch;
   removeSlot({slot->sig.seq, slot->sig.chunk});
@@ -297,10 +302,7 @@ void ReduceComm::failOp(uint64_t seq, rdResult_t status, const std::string& reas
     slot->releaseIfIdle();
   }
   signatures_.erase(seq);
-  wire::Header e =
-      wire::makeHeader(wire::MsgType::kError, shape_.comm_id, shape_.epoch, 0, shape_.nranks);
-  e.seq = seq;
-  e.status = status;
+  wire::Header e = errorHeader(seq, status);
   for (uint32_t r = 0; r < shape_.nranks; ++r) sendTo(r, e, "reducer " + name_ + ": " + reason);
 }
 
@@ -315,20 +317,14 @@ void ReduceComm::fail(rdResult_t status, const std::string& reason) {
   slots_.clear();
   slots_per_op_.clear();
   signatures_.clear();
-  wire::Header e =
-      wire::makeHeader(wire::MsgType::kError, shape_.comm_id, shape_.epoch, 0, shape_.nranks);
-  e.seq = kAllOps;
-  e.status = status;
+  wire::Header e = errorHeader(kAllOps, status);
   for (uint32_t r = 0; r < shape_.nranks; ++r) sendTo(r, e, failure_);
 }
 
 bool ReduceComm::failIfWaitingForLeft(const std::shared_ptr<Slot>& slot) {
-  wire::Geometry g = wire::makeGeometry(static_cast<wire::Coll>(slot->sig.coll), slot->sig.count,
-                                        shape_.nranks, slot->sig.root, shape_.chunk_bytes,
-                                        rdDataTypeSize(static_cast<rdDataType_t>(slot->sig.dtype)));
   for (uint32_t r = 0; r < shape_.nranks; ++r) {
-    uint32_t index = slot->expected == 1 ? 0 : r;
-    if (left_[r] != 0 && wire::contributes(g, slot->sig.chunk, r) && slot->seen[index] == 0) {
+    if (left_[r] != 0 && wire::contributes(slot->geometry, slot->sig.chunk, r) &&
+        slot->seen[slot->indexOf(r)] == 0) {
       failOp(slot->sig.seq, rdRemoteError,
              "rank " + std::to_string(r) + " left the communicator before operation " +
                  std::to_string(slot->sig.seq));
@@ -352,13 +348,11 @@ void ReduceComm::checkTimeouts(Clock::time_point now) {
   for (auto& [key, slot] : slots_) {
     if (slot->deadline > now) continue;
     std::vector<uint32_t> missing;
-    wire::Geometry g = wire::makeGeometry(
-        static_cast<wire::Coll>(slot->sig.coll), slot->sig.count, shape_.nranks, slot->sig.root,
-        shape_.chunk_bytes, rdDataTypeSize(static_cast<rdDataType_t>(slot->sig.dtype)));
     for (uint32_t r = 0; r < shape_.nranks; ++r) {
-      uint32_t index = slot->expected == 1 ? 0 : r;
       // A frozen sender's header may be here while its data never arrives: count only data.
-      if (wire::contributes(g, key.second, r) && slot->landed[index] == 0) missing.push_back(r);
+      if (wire::contributes(slot->geometry, key.second, r) && slot->landed[slot->indexOf(r)] == 0) {
+        missing.push_back(r);
+      }
     }
     std::string who =
         missing.size() == 1 ? "rank " + rankList(missing) : "ranks " + rankList(missing);

@@ -88,6 +88,9 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   void finish(const std::shared_ptr<Slot>& slot);
   void removeSlot(const Key& key);
   bool checkSignature(const wire::Header& h);
+  // Fails operation h.seq: @p first and @p h (two ranks' frames) disagree on its arguments.
+  void failMismatch(const wire::Header& first, const wire::Header& h);
+  wire::Header errorHeader(uint64_t seq, rdResult_t status) const;
   // Fails the slot's operation when a contributor it still waits for has left; true if so.
   bool failIfWaitingForLeft(const std::shared_ptr<Slot>& slot);
 
@@ -100,7 +103,7 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   std::vector<RankLink> ranks_;
   std::string failure_;
   std::map<Key, std::shared_ptr<Slot>> slots_;
-  std::unordered_map<uint64_t, std::pair<wire::Header, uint32_t>> signatures_;  // seq -> first
+  std::unordered_map<uint64_t, wire::Header> signatures_;  // seq -> first frame seen
   std::unordered_map<uint64_t, uint32_t> slots_per_op_;
   std::set<uint64_t> failed_ops_;
   std::vector<uint8_t> left_;  // per rank
