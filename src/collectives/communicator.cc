@@ -144,6 +144,7 @@ Communicator::~Communicator() {
   });
   left->wait(500);
   transport_->runSync([this] {
+    destroying_ = true;  // connections closed from here on are no news to tell the reducers
     for (auto& op : snapshot()) op->fail(rdAborted, "communicator destroyed");
     ops_.clear();
     early_.clear();
@@ -280,16 +281,55 @@ void Communicator::onFailure(transport::ConnId conn, const std::string& reason) 
 }
 
 void Communicator::failAll(rdResult_t status, const std::string& reason) {
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(failure_mu_);
     if (failure_status_ == rdSuccess) {
+      first = true;
       failure_status_ = status;
       failure_ = "rank " + std::to_string(config_.rank) + ": " + reason;
       RD_LOG_INFO("%s", failure_.c_str());
     }
   }
-  if (join_request_) join_request_->complete(status, failure_);
-  for (auto& op : snapshot()) op->fail(status, failure_);
+  // A process that exits on this error cuts its connections: hold the error back until the
+  // reducers have the cause, or the other ranks would only learn that this rank vanished.
+  if (first && status != rdAborted && !destroying_ && tellReducers(status, reason)) return;
+  if (notices_pending_ > 0 && status != rdAborted) return;  // failOperations() comes later
+  notices_pending_ = 0;
+  failOperations();
+}
+
+bool Communicator::tellReducers(rdResult_t status, const std::string& reason) {
+  auto text = std::make_shared<std::string>(reason.substr(0, 1024));  // small: sent eagerly
+  notices_pending_ = 1;  // held by this loop: sends may complete inline
+  notice_deadline_ = Clock::now() + kNoticeGrace;
+  for (uint32_t i = 0; i < links_.size(); ++i) {
+    if (links_[i].epoch == 0 || links_[i].conn == 0) continue;
+    wire::Header h = header(wire::MsgType::kLeave, i);
+    h.status = status;
+    h.payload_bytes = text->size();
+    ++notices_pending_;
+    transport_->send(links_[i].conn, &h, sizeof h, text->data(), text->size(),
+                     [this, text](rdResult_t) { releaseNotice(); });
+  }
+  releaseNotice();
+  return notices_pending_ > 0;
+}
+
+void Communicator::releaseNotice() {
+  if (notices_pending_ > 0 && --notices_pending_ == 0) failOperations();
+}
+
+void Communicator::failOperations() {
+  std::string reason;
+  rdResult_t status = rdSuccess;
+  {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    status = failure_status_;
+    reason = failure_;
+  }
+  if (join_request_) join_request_->complete(status, reason);
+  for (auto& op : snapshot()) op->fail(status, reason);
   reapFinished();
 }
 
@@ -301,6 +341,10 @@ rdResult_t Communicator::asyncError() {
 
 void Communicator::onTick() {
   auto now = Clock::now();
+  if (notices_pending_ > 0 && now >= notice_deadline_) {
+    notices_pending_ = 0;
+    failOperations();
+  }
   if (join_request_ && joined_links_ < links_.size()) retryConnections(now);
   for (auto& op : snapshot()) op->onTick(now);
   reapFinished();

@@ -87,7 +87,11 @@ class Communicator {
    */
   std::shared_ptr<char> stagingBuffer();
 
-  /** Fails the communicator: every operation and every later call get this error. */
+  /**
+   * Fails the communicator: every operation and every later call get this error. The first
+   * failure is also sent to the reducers (they tell the other ranks the root cause); operations
+   * fail once those notices left, or after kNoticeGrace.
+   */
   void failAll(rdResult_t status, const std::string& reason);
 
  private:
@@ -105,6 +109,10 @@ class Communicator {
   void reapFinished();
   std::vector<std::shared_ptr<Operation>> snapshot() const;
   int linkOf(transport::ConnId conn) const;
+  bool tellReducers(rdResult_t status, const std::string& reason);
+  void releaseNotice();
+  void failOperations();
+  static constexpr std::chrono::milliseconds kNoticeGrace{300};
 
   CommConfig config_;
   std::unique_ptr<transport::Transport> transport_;
@@ -138,6 +146,10 @@ class Communicator {
   rdResult_t failure_status_ = rdSuccess;
   std::string failure_;
   std::atomic<bool> aborted_{false};
+  // Failure notices to the reducers still being sent (progress thread); operations fail after.
+  int notices_pending_ = 0;
+  bool destroying_ = false;
+  Clock::time_point notice_deadline_{};
 };
 
 /** Reduction-server operation (all-reduce, reduce-scatter, all-gather, broadcast, barrier). */

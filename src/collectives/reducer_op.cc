@@ -1,6 +1,7 @@
 // Collectives through the reducers: the buffer is cut into chunks (protocol/chunking.h), each
 // chunk goes to its reducer with at most `window` chunks in flight per reducer, and results are
 // received straight into the output buffer while later chunks are still being sent.
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <vector>
@@ -40,9 +41,13 @@ class ReducerOp final : public Operation {
   uint64_t answered_count_ = 0;
   uint64_t answered_headers_ = 0;
   uint32_t receiving_ = 0;
+  std::vector<uint32_t> receiving_from_;  // result payloads still landing, per reducer
   uint32_t sending_ = 0;
   bool completed_ = false;
   Clock::time_point last_progress_ = Clock::now();
+  // A failure held back while every answer is here and only result bytes are landing.
+  rdResult_t held_status_ = rdSuccess;
+  std::string held_reason_;
 };
 
 size_t ReducerOp::sendOffset(const wire::ChunkSpan& s) const {
@@ -79,6 +84,7 @@ void ReducerOp::start() {
   nreducers_ = comm_->dataReducers();
   queue_.assign(nreducers_, {});
   in_flight_.assign(nreducers_, 0);
+  receiving_from_.assign(nreducers_, 0);
   answered_.assign(g_.nchunks, 0);
   for (uint64_t k = 0; k < g_.nchunks; ++k) {
     bool gives = wire::contributes(g_, k, cfg.rank);
@@ -150,10 +156,13 @@ void ReducerOp::onMessage(transport::ConnId conn, const wire::Header& h,
     return;
   }
   ++receiving_;
+  ++receiving_from_[m];
   auto self = shared_from_this();
   char* dst = static_cast<char*>(desc_.recv) + recvOffset(wire::chunkSpan(g_, h.chunk));
   payload.receiveInto(dst, [this, self, m](rdResult_t status) {
     --receiving_;
+    --receiving_from_[m];
+    last_progress_ = Clock::now();
     if (status != rdSuccess) {
       fail(status, "rank " + std::to_string(comm_->config().rank) + ": receiving a result from " +
                        comm_->reducerName(m) + " failed");
@@ -174,13 +183,31 @@ void ReducerOp::fail(rdResult_t status, const std::string& reason) {
   if (completed_) return;
   // Every answer is here and only its bytes are still landing: a rank that left after this
   // operation (its leave overtakes our receives) must not fail it.
-  if (expected_ != 0 && answered_headers_ == expected_ && status != rdAborted) return;
+  // Held only while those bytes keep landing: onTick gives up on a stalled reducer.
+  if (expected_ != 0 && answered_headers_ == expected_ && status != rdAborted) {
+    if (held_status_ == rdSuccess) {
+      held_status_ = status;
+      held_reason_ = reason;
+    }
+    return;
+  }
   completed_ = true;
   request_->complete(status, reason);
 }
 
 void ReducerOp::onTick(Clock::time_point now) {
   const uint32_t timeout = comm_->config().timeout_ms;
+  const auto landing_stall = std::chrono::milliseconds(std::min<uint32_t>(timeout, 5000));
+  if (!completed_ && held_status_ != rdSuccess && now - last_progress_ >= landing_stall) {
+    std::string names;
+    for (uint32_t m = 0; m < nreducers_; ++m) {
+      if (receiving_from_[m] != 0) names += (names.empty() ? "" : ", ") + comm_->reducerName(m);
+    }
+    completed_ = true;
+    request_->complete(held_status_, held_reason_ + "; results from " + names +
+                                         " stopped landing in operation " + std::to_string(seq_));
+    return;
+  }
   // Reducers diagnose a missing rank after `timeout`; wait half as long again for their word.
   if (completed_ || now - last_progress_ < std::chrono::milliseconds(timeout + timeout / 2)) {
     return;

@@ -10,6 +10,16 @@ namespace rd::server {
 
 namespace {
 constexpr auto kHandshakeTimeout = std::chrono::seconds(30);
+
+// A peer's reason text, safe to log and to forward: bounded, control characters replaced.
+std::string printableText(const transport::Payload& p) {
+  const auto* bytes = static_cast<const char*>(p.data());
+  std::string text = bytes != nullptr ? std::string(bytes, std::min<size_t>(p.size(), 1024)) : "";
+  for (char& c : text) {
+    if (c < 0x20 || c == 0x7f) c = '?';
+  }
+  return text.empty() ? "no reason given" : text;
+}
 }  // namespace
 
 ReductionServer::ReductionServer(const ServerOptions& options)
@@ -112,7 +122,9 @@ void ReductionServer::onMessage(transport::ConnId conn, const void* header, size
   } else if (type == wire::MsgType::kData && peer.state == State::kJoined) {
     onData(conn, peer, h, payload);
   } else if (type == wire::MsgType::kLeave && peer.state == State::kJoined) {
-    dropPeer(conn, "left the communicator");
+    // A rank that failed says why: the other ranks then learn the root cause, not only that
+    // this rank vanished.
+    dropPeer(conn, h.status == 0 ? "left the communicator" : "failed: " + printableText(payload));
   } else if (peer.state != State::kClosing) {
     dropPeer(conn, std::string("unexpected ") + wire::typeName(h.type) + " message");
   }

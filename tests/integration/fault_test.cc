@@ -78,6 +78,38 @@ TEST(ReducerFault, KilledReducerIsNamedByEveryWorker) {
   for (Process* p : w) EXPECT_NE(p->output.find(r[1].address), std::string::npos) << p->output;
 }
 
+// The first rank to see a fault tells the reducers why, so the others learn the root cause (not
+// only that it vanished) long before their own timeout: rank 0 gives up on a frozen reducer
+// after 1.5 s, the others would wait 90 s. Ranks 1 and 2 join first: the reducers then use their
+// timeout and stay quiet, leaving the diagnosis to rank 0.
+TEST(ReducerFault, FirstRankToSeeAFaultTellsTheOthersTheCause) {
+  Cluster cluster;
+  auto r = cluster.startReducers(2);
+  std::map<std::string, std::string> env = {{"LIBREDUCE_COMM_ID", "root-cause"},
+                                            {"WORLD_SIZE", "3"}};
+  std::vector<Process*> w(3);
+  for (int rank : {1, 2, 0}) {
+    if (rank == 0) std::this_thread::sleep_for(milliseconds(300));
+    env["RANK"] = std::to_string(rank);
+    env["LIBREDUCE_TIMEOUT_MS"] = rank == 0 ? "1000" : "60000";
+    w[rank] = cluster.startWorkers(1, Cluster::addresses(r), kLongRun, env)[0];
+  }
+  std::this_thread::sleep_for(milliseconds(1500));
+  auto fault = Clock::now();
+  Cluster::signal(r[1].process, SIGSTOP);
+  ASSERT_TRUE(cluster.wait(w, seconds(20))) << joinedOutput(w);
+  for (Process* p : w) {
+    EXPECT_EQ(p->status, 2) << p->output;
+    auto took = std::chrono::duration_cast<milliseconds>(p->ended - fault).count();
+    EXPECT_LE(took, 10000) << p->output;
+  }
+  EXPECT_NE(w[0]->output.find("no answer from reducer"), std::string::npos) << w[0]->output;
+  for (Process* p : {w[1], w[2]}) {
+    EXPECT_NE(p->output.find("rank 0 failed: operation"), std::string::npos) << p->output;
+  }
+  Cluster::signal(r[1].process, SIGKILL);
+}
+
 TEST(BadInput, MismatchedCountDtypeOrOpIsReportedNotHung) {
   struct Case {
     const char* name;
