@@ -127,20 +127,12 @@ Communicator::~Communicator() {
   // progress thread: they hold payloads that belong to the transport.
   auto left = std::make_shared<Request>();
   transport_->post([this, left] {
-    int pending = 0;
-    auto remaining = std::make_shared<int>(0);
+    auto done = [left] { left->complete(rdSuccess); };
     if (!aborted_ && failure_status_ == rdSuccess) {
-      for (uint32_t i = 0; i < links_.size(); ++i) {
-        if (links_[i].epoch == 0) continue;
-        wire::Header h = header(wire::MsgType::kLeave, i);
-        ++*remaining;
-        ++pending;
-        transport_->send(links_[i].conn, &h, sizeof h, nullptr, 0, [left, remaining](rdResult_t) {
-          if (--*remaining == 0) left->complete(rdSuccess);
-        });
-      }
+      sendLeave(rdSuccess, "", done);
+    } else {
+      done();
     }
-    if (pending == 0) left->complete(rdSuccess);
   });
   left->wait(500);
   transport_->runSync([this] {
@@ -293,31 +285,40 @@ void Communicator::failAll(rdResult_t status, const std::string& reason) {
   }
   // A process that exits on this error cuts its connections: hold the error back until the
   // reducers have the cause, or the other ranks would only learn that this rank vanished.
-  if (first && status != rdAborted && !destroying_ && tellReducers(status, reason)) return;
-  if (notices_pending_ > 0 && status != rdAborted) return;  // failOperations() comes later
-  notices_pending_ = 0;
-  failOperations();
+  if (first && status != rdAborted && !destroying_) {
+    holding_failure_ = true;
+    notice_deadline_ = Clock::now() + kNoticeGrace;
+    sendLeave(status, reason, [this] {
+      if (holding_failure_) releaseFailure();
+    });
+  }
+  if (holding_failure_ && status != rdAborted) return;  // released by the notices or onTick
+  releaseFailure();
 }
 
-bool Communicator::tellReducers(rdResult_t status, const std::string& reason) {
-  auto text = std::make_shared<std::string>(reason.substr(0, 1024));  // small: sent eagerly
-  notices_pending_ = 1;  // held by this loop: sends may complete inline
-  notice_deadline_ = Clock::now() + kNoticeGrace;
+void Communicator::sendLeave(rdResult_t status, const std::string& reason,
+                             const std::function<void()>& done) {
+  auto text = std::make_shared<std::string>(reason.substr(0, wire::kMaxReasonBytes));
+  // One count per send plus one for this loop: sends may complete inline.
+  auto remaining = std::make_shared<int>(1);
+  auto release = [remaining, text, done] {
+    if (--*remaining == 0) done();
+  };
   for (uint32_t i = 0; i < links_.size(); ++i) {
     if (links_[i].epoch == 0 || links_[i].conn == 0) continue;
     wire::Header h = header(wire::MsgType::kLeave, i);
     h.status = status;
     h.payload_bytes = text->size();
-    ++notices_pending_;
+    ++*remaining;
     transport_->send(links_[i].conn, &h, sizeof h, text->data(), text->size(),
-                     [this, text](rdResult_t) { releaseNotice(); });
+                     [release](rdResult_t) { release(); });
   }
-  releaseNotice();
-  return notices_pending_ > 0;
+  release();
 }
 
-void Communicator::releaseNotice() {
-  if (notices_pending_ > 0 && --notices_pending_ == 0) failOperations();
+void Communicator::releaseFailure() {
+  holding_failure_ = false;
+  failOperations();
 }
 
 void Communicator::failOperations() {
@@ -341,10 +342,7 @@ rdResult_t Communicator::asyncError() {
 
 void Communicator::onTick() {
   auto now = Clock::now();
-  if (notices_pending_ > 0 && now >= notice_deadline_) {
-    notices_pending_ = 0;
-    failOperations();
-  }
+  if (holding_failure_ && now >= notice_deadline_) releaseFailure();
   if (join_request_ && joined_links_ < links_.size()) retryConnections(now);
   for (auto& op : snapshot()) op->onTick(now);
   reapFinished();

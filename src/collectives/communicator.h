@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -109,8 +110,12 @@ class Communicator {
   void reapFinished();
   std::vector<std::shared_ptr<Operation>> snapshot() const;
   int linkOf(transport::ConnId conn) const;
-  bool tellReducers(rdResult_t status, const std::string& reason);
-  void releaseNotice();
+  /**
+   * Sends kLeave to every joined reducer: status rdSuccess for a clean leave, else this rank's
+   * failure and @p reason. @p done runs once every send completed (maybe inline).
+   */
+  void sendLeave(rdResult_t status, const std::string& reason, const std::function<void()>& done);
+  void releaseFailure();  // stops holding the failure back and fails every operation
   void failOperations();
   static constexpr std::chrono::milliseconds kNoticeGrace{300};
 
@@ -146,8 +151,9 @@ class Communicator {
   rdResult_t failure_status_ = rdSuccess;
   std::string failure_;
   std::atomic<bool> aborted_{false};
-  // Failure notices to the reducers still being sent (progress thread); operations fail after.
-  int notices_pending_ = 0;
+  // The failure is held back from the operations while its notices to the reducers are being
+  // sent (progress thread), until notice_deadline_ at the latest.
+  bool holding_failure_ = false;
   bool destroying_ = false;
   Clock::time_point notice_deadline_{};
 };

@@ -17,6 +17,8 @@ constexpr uint16_t kVersion = 1;
 // Hard cap on any payload: chunks are at most 64 MiB (LIBREDUCE_CHUNK_BYTES range).
 constexpr uint64_t kMaxPayloadBytes = 64ull << 20;
 constexpr uint64_t kMaxControlBytes = 64ull << 10;
+// Reason texts (kLeave after a failure) are cut to this: small enough to be sent eagerly.
+constexpr size_t kMaxReasonBytes = 1024;
 constexpr uint32_t kMaxRanks = 65536;
 constexpr size_t kNonceBytes = 32;
 constexpr size_t kMacBytes = 32;  // HMAC-SHA256

@@ -14,7 +14,8 @@ constexpr auto kHandshakeTimeout = std::chrono::seconds(30);
 // A peer's reason text, safe to log and to forward: bounded, control characters replaced.
 std::string printableText(const transport::Payload& p) {
   const auto* bytes = static_cast<const char*>(p.data());
-  std::string text = bytes != nullptr ? std::string(bytes, std::min<size_t>(p.size(), 1024)) : "";
+  std::string text =
+      bytes != nullptr ? std::string(bytes, std::min(p.size(), wire::kMaxReasonBytes)) : "";
   for (char& c : text) {
     if (c < 0x20 || c == 0x7f) c = '?';
   }
