@@ -1,5 +1,6 @@
 #include "collectives/communicator.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/check.h"
@@ -38,10 +39,13 @@ rdResult_t Communicator::start() {
   RD_CHECK(transport::createUcxTransport(topts, std::move(h), &transport_));
   std::vector<std::string> targets = config_.reducers;
   if (targets.empty()) targets.push_back(config_.rendezvous);
-  for (const auto& address : targets) {
-    ReducerLink link;
-    link.address = address;
-    links_.push_back(link);
+  for (bool result_channel : {false, true}) {
+    for (const auto& address : targets) {
+      ReducerLink link;
+      link.address = address;
+      link.result_channel = result_channel;
+      links_.push_back(link);
+    }
   }
   if (config_.listen_host.empty()) config_.listen_host = localAddressToward(targets.front());
   // Connection failures from here on are retried until the join deadline.
@@ -58,10 +62,12 @@ void Communicator::sendHello(uint32_t index) {
   link.nonce = auth::makeNonce();
   wire::HelloBody body;
   body.chunk_bytes = config_.chunk_bytes;
+  body.spread = std::max<uint32_t>(1, dataReducers());
   body.timeout_ms = config_.timeout_ms;
   std::memcpy(body.nonce, link.nonce.data(), link.nonce.size());
   auto text = std::make_shared<std::string>(wire::encodeHello(body, listen_address_));
   wire::Header h = header(wire::MsgType::kHello, index);
+  if (link.result_channel) h.flags |= wire::kFlagResultChannel;
   h.payload_bytes = text->size();
   transport_->send(link.conn, &h, sizeof h, text->data(), text->size(), [text](rdResult_t) {});
 }
@@ -93,6 +99,8 @@ rdResult_t Communicator::join() {
     transport_->runSync([&] {
       for (uint32_t i = 0; i < links_.size(); ++i) {
         if (links_[i].epoch != 0) continue;
+        size_t data_link = i % (links_.size() / 2);
+        if (links_[i].result_channel && links_[data_link].epoch == 0) continue;  // named once
         pending += (pending.empty() ? "" : ", ") + reducerName(i);
         if (!links_[i].last_error.empty()) pending += " (" + links_[i].last_error + ")";
       }
@@ -146,9 +154,14 @@ Communicator::~Communicator() {
   for (char* p : staging_free_) delete[] p;
 }
 
-std::string Communicator::reducerName(uint32_t reducer) const {
-  if (config_.reducers.empty()) return "rendezvous " + links_[reducer].address;
-  return "reducer " + std::to_string(reducer) + " (" + links_[reducer].address + ")";
+std::string Communicator::reducerName(uint32_t link) const {
+  if (config_.reducers.empty()) return "rendezvous " + links_[link].address;
+  auto reducer = static_cast<uint32_t>(link % (links_.size() / 2));
+  return "reducer " + std::to_string(reducer) + " (" + links_[link].address + ")";
+}
+
+bool Communicator::fromReducer(transport::ConnId conn, uint32_t reducer) const {
+  return links_[reducer].conn == conn || links_[reducer + links_.size() / 2].conn == conn;
 }
 
 wire::Header Communicator::header(wire::MsgType type, uint32_t reducer) const {

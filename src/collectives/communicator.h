@@ -64,8 +64,14 @@ class Communicator {
   const CommConfig& config() const { return config_; }
 
   // --- for operations (progress thread) ---
+  /**
+   * One connection to a reducer (or the rendezvous). Each server gets two: link i of the first
+   * half carries this rank's contributions, control and errors; link i of the second half is
+   * the result channel that brings the results back (see wire::kFlagResultChannel).
+   */
   struct ReducerLink {
     std::string address;
+    bool result_channel = false;
     transport::ConnId conn = 0;
     uint32_t epoch = 0;
     auth::Nonce nonce{};
@@ -76,12 +82,14 @@ class Communicator {
   transport::Transport& transport() { return *transport_; }
   std::vector<ReducerLink>& reducers() { return links_; }
   uint32_t dataReducers() const { return static_cast<uint32_t>(config_.reducers.size()); }
+  /** Whether @p conn is one of reducer @p reducer's two connections. */
+  bool fromReducer(transport::ConnId conn, uint32_t reducer) const;
   /** Header stamped for a reducer (its epoch) or a ring peer (epoch 0). */
   wire::Header header(wire::MsgType type, uint32_t reducer) const;
   /** Connection to the next rank in the ring (connects on first use); 0 when it failed. */
   transport::ConnId ringNext();
-  /** Name of a reducer for messages: "reducer 1 (127.0.0.1:4000)". */
-  std::string reducerName(uint32_t reducer) const;
+  /** Name of the reducer behind @p link for messages: "reducer 1 (127.0.0.1:4000)". */
+  std::string reducerName(uint32_t link) const;
   /**
    * A buffer of config().chunk_bytes for a ring piece in flight (reused, never zeroed), or null
    * when 2 x window are already in use: the caller holds the piece back until one returns.

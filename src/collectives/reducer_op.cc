@@ -36,8 +36,15 @@ class ReducerOp final : public Operation {
   uint32_t nreducers_ = 0;
   std::vector<std::deque<uint32_t>> queue_;  // chunks still to send, per reducer
   std::vector<uint32_t> in_flight_;          // chunks sent and not answered, per reducer
-  std::vector<uint8_t> answered_;            // per chunk
-  uint64_t expected_ = 0;                    // results + acks this rank waits for
+  // Sends handed to the transport and not complete, per reducer. At most kMaxPosted: a
+  // connection then finishes its chunks one after the other, so a reducer can start on the
+  // first before the rest of the window arrives (posted all at once, they share the link and
+  // all land at the end of the window).
+  std::vector<uint32_t> posted_;
+  static constexpr uint32_t kMaxPosted = 2;
+  std::vector<uint8_t> pumping_;   // per reducer: a send completing inside pump() must not re-enter
+  std::vector<uint8_t> answered_;  // per chunk
+  uint64_t expected_ = 0;          // results + acks this rank waits for
   uint64_t answered_count_ = 0;
   uint64_t answered_headers_ = 0;
   uint32_t receiving_ = 0;
@@ -64,7 +71,9 @@ size_t ReducerOp::recvOffset(const wire::ChunkSpan& s) const {
 void ReducerOp::start() {
   const CommConfig& cfg = comm_->config();
   esize_ = rdDataTypeSize(desc_.dtype);
-  g_ = wire::makeGeometry(desc_.coll, desc_.count, cfg.nranks, desc_.root, cfg.chunk_bytes, esize_);
+  nreducers_ = comm_->dataReducers();
+  g_ = wire::makeGeometry(desc_.coll, desc_.count, cfg.nranks, desc_.root, cfg.chunk_bytes, esize_,
+                          nreducers_);
   if (g_.nchunks > UINT32_MAX) {
     fail(rdInvalidArgument, "operation of " + std::to_string(desc_.count) +
                                 " elements needs too many chunks; raise LIBREDUCE_CHUNK_BYTES");
@@ -81,9 +90,10 @@ void ReducerOp::start() {
              desc_.count != 0) {
     std::memmove(recv, send, desc_.count * esize_);
   }
-  nreducers_ = comm_->dataReducers();
   queue_.assign(nreducers_, {});
   in_flight_.assign(nreducers_, 0);
+  posted_.assign(nreducers_, 0);
+  pumping_.assign(nreducers_, 0);
   receiving_from_.assign(nreducers_, 0);
   answered_.assign(g_.nchunks, 0);
   for (uint64_t k = 0; k < g_.nchunks; ++k) {
@@ -97,7 +107,10 @@ void ReducerOp::start() {
 
 void ReducerOp::pump(uint32_t m) {
   auto& link = comm_->reducers()[m];
-  while (!completed_ && in_flight_[m] < comm_->config().window && !queue_[m].empty()) {
+  if (pumping_[m] != 0) return;  // the loop below sees the freed slot
+  pumping_[m] = 1;
+  while (!completed_ && in_flight_[m] < comm_->config().window && posted_[m] < kMaxPosted &&
+         !queue_[m].empty()) {
     uint32_t k = queue_[m].front();
     queue_[m].pop_front();
     wire::ChunkSpan span = wire::chunkSpan(g_, k);
@@ -111,12 +124,18 @@ void ReducerOp::pump(uint32_t m) {
     h.chunk = k;
     h.payload_bytes = span.elems * esize_;
     ++in_flight_[m];
+    ++posted_[m];
     ++sending_;
     auto self = shared_from_this();
     comm_->transport().send(link.conn, &h, sizeof h,
                             static_cast<const char*>(desc_.send) + sendOffset(span),
-                            h.payload_bytes, [this, self](rdResult_t) { --sending_; });
+                            h.payload_bytes, [this, self, m](rdResult_t) {
+                              --sending_;
+                              --posted_[m];
+                              pump(m);
+                            });
   }
+  pumping_[m] = 0;
 }
 
 void ReducerOp::onMessage(transport::ConnId conn, const wire::Header& h,
@@ -128,8 +147,7 @@ void ReducerOp::onMessage(transport::ConnId conn, const wire::Header& h,
   std::string problem;
   if (type != wire::MsgType::kResult && type != wire::MsgType::kAck) {
     problem = std::string("unexpected ") + wire::typeName(h.type) + " message";
-  } else if (h.chunk >= g_.nchunks || answered_[h.chunk] != 0 ||
-             conn != comm_->reducers()[m].conn) {
+  } else if (h.chunk >= g_.nchunks || answered_[h.chunk] != 0 || !comm_->fromReducer(conn, m)) {
     problem = "answer for chunk " + std::to_string(h.chunk) + " that it does not own or repeats";
   } else if (type == wire::MsgType::kResult &&
              (!wire::receivesResult(g_, h.chunk, rank) ||

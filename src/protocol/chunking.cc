@@ -18,13 +18,20 @@ rdResult_t reject(std::string* why, std::string text) {
 }  // namespace
 
 Geometry makeGeometry(Coll coll, uint64_t count, uint32_t nranks, uint32_t root,
-                      uint64_t chunk_bytes, size_t elem_size) {
+                      uint64_t chunk_bytes, size_t elem_size, uint32_t spread) {
   Geometry g;
   g.coll = coll;
   g.count = count;
   g.nranks = std::max<uint32_t>(nranks, 1);
   g.root = root;
-  g.chunk_elems = std::max<uint64_t>(1, chunk_bytes / std::max<size_t>(elem_size, 1));
+  elem_size = std::max<size_t>(elem_size, 1);
+  g.chunk_elems = std::max<uint64_t>(1, chunk_bytes / elem_size);
+  bool whole_buffer = coll == Coll::kAllReduce || coll == Coll::kBroadcast;
+  if (whole_buffer && spread > 1) {
+    uint64_t smallest = std::max<uint64_t>(1, kMinSpreadChunkBytes / elem_size);
+    g.chunk_elems = std::min(g.chunk_elems,
+                             std::max(smallest, ceilDiv(count, uint64_t{spread} * kSpreadDepth)));
+  }
   uint64_t per_part = std::max<uint64_t>(1, ceilDiv(count, g.chunk_elems));
   bool per_rank = coll == Coll::kReduceScatter || coll == Coll::kAllGather;
   g.chunks_per_rank = per_rank ? per_part : 0;
@@ -96,8 +103,8 @@ rdResult_t checkDataFrame(const Header& h, const CommShape& shape, uint32_t conn
       h.coll == static_cast<uint8_t>(Coll::kAllGather)) {
     if (h.count > kMaxCount / h.nranks) return reject(why, "element count over the limit");
   }
-  *geometry =
-      makeGeometry(static_cast<Coll>(h.coll), h.count, h.nranks, h.root, shape.chunk_bytes, esize);
+  *geometry = makeGeometry(static_cast<Coll>(h.coll), h.count, h.nranks, h.root, shape.chunk_bytes,
+                           esize, shape.spread);
   if (h.chunk >= geometry->nchunks) {
     return reject(why, "chunk " + std::to_string(h.chunk) + " out of range (" +
                            std::to_string(geometry->nchunks) + " chunks)");

@@ -97,6 +97,9 @@ rdResult_t decodeHello(const void* data, size_t len, HelloBody* out, std::string
   if (body.chunk_bytes < 4096 || body.chunk_bytes > kMaxPayloadBytes) {
     return reject(why, "chunk size " + std::to_string(body.chunk_bytes) + " out of range");
   }
+  if (body.spread == 0 || body.spread > kMaxReducers) {
+    return reject(why, "reducer count " + std::to_string(body.spread) + " out of range");
+  }
   address->assign(static_cast<const char*>(data) + sizeof body, body.address_len);
   *out = body;
   return rdSuccess;

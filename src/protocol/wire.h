@@ -13,13 +13,15 @@
 namespace rd::wire {
 
 constexpr uint32_t kMagic = 0x31584452;  // "RDX1" in memory order
-constexpr uint16_t kVersion = 1;
+// 2: a result channel per worker and reducer (kFlagResultChannel), and HelloBody.spread.
+constexpr uint16_t kVersion = 2;
 // Hard cap on any payload: chunks are at most 64 MiB (LIBREDUCE_CHUNK_BYTES range).
 constexpr uint64_t kMaxPayloadBytes = 64ull << 20;
 constexpr uint64_t kMaxControlBytes = 64ull << 10;
 // Reason texts (kLeave after a failure) are cut to this: small enough to be sent eagerly.
 constexpr size_t kMaxReasonBytes = 1024;
 constexpr uint32_t kMaxRanks = 65536;
+constexpr uint32_t kMaxReducers = 65536;
 constexpr size_t kNonceBytes = 32;
 constexpr size_t kMacBytes = 32;  // HMAC-SHA256
 
@@ -47,8 +49,13 @@ enum class Coll : uint8_t {
   kLast = kBroadcast
 };
 
-/** Header flags. */
-enum : uint16_t { kFlagDeterministic = 1 };
+/**
+ * Header flags. kFlagResultChannel marks the kHello of a worker's second connection to a
+ * reducer: the reducer sends that rank's results there. With one connection per direction of
+ * bulk data, a rendezvous handshake (request-to-send / ready-to-receive) never queues behind
+ * megabytes of data flowing the other way, so both directions of a link stay busy.
+ */
+enum : uint16_t { kFlagDeterministic = 1, kFlagResultChannel = 2 };
 
 // 72 bytes, host (little-endian) byte order: every supported host is little-endian.
 struct Header {
@@ -94,6 +101,8 @@ struct HelloBody {
   uint64_t chunk_bytes = 0;
   uint32_t timeout_ms = 0;
   uint32_t address_len = 0;  // bytes of the address text that follows the fixed part
+  uint32_t spread = 1;       // reducers the worker spreads each operation over (>= 1)
+  uint32_t reserved = 0;     // explicit, so no uninitialized padding goes on the wire
   uint8_t nonce[kNonceBytes] = {};
   // followed by address_len bytes: the worker's ring listen address "host:port" (may be empty)
 };

@@ -86,14 +86,16 @@ ReduceComm::~ReduceComm() {
   }
 }
 
-void ReduceComm::sendTo(uint32_t rank, wire::Header h, const std::string& body) {
+void ReduceComm::sendTo(uint32_t rank, wire::Header h, const std::string& body,
+                        bool result_channel) {
   if (rank >= ranks_.size() || ranks_[rank].conn == 0) return;
+  transport::ConnId to = result_channel ? ranks_[rank].result_conn : ranks_[rank].conn;
+  if (to == 0) return;
   h.rank = rank;
   h.payload_bytes = body.size();
   // The body must outlive the send: keep it in the completion.
   auto text = std::make_shared<std::string>(body);
-  transport_->send(ranks_[rank].conn, &h, sizeof h, text->data(), text->size(),
-                   [text](rdResult_t) {});
+  transport_->send(to, &h, sizeof h, text->data(), text->size(), [text](rdResult_t) {});
 }
 
 wire::Header ReduceComm::errorHeader(uint64_t seq, rdResult_t status) const {
@@ -265,12 +267,13 @@ void ReduceComm::finish(const std::shared_ptr<Slot>& slot) {
     bool gets_result = wire::receivesResult(g, out.chunk, r);
     if (!gets_result && !wire::contributes(g, out.chunk, r)) continue;
     if (ranks_[r].conn == 0) continue;
+    transport::ConnId to = ranks_[r].result_conn != 0 ? ranks_[r].result_conn : ranks_[r].conn;
     out.type = static_cast<uint8_t>(gets_result ? wire::MsgType::kResult : wire::MsgType::kAck);
     out.rank = r;
     out.payload_bytes = gets_result ? slot->bytes : 0;
     ++slot->sends;
-    transport_->send(ranks_[r].conn, &out, sizeof out, gets_result ? result : nullptr,
-                     out.payload_bytes, [slot](rdResult_t) {
+    transport_->send(to, &out, sizeof out, gets_result ? result : nullptr, out.payload_bytes,
+                     [slot](rdResult_t) {
                        --slot->sends;
                        slot->releaseIfIdle();
                      });

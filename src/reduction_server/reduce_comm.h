@@ -26,7 +26,8 @@ using Clock = std::chrono::steady_clock;
 constexpr uint64_t kAllOps = UINT64_MAX;
 
 struct RankLink {
-  transport::ConnId conn = 0;
+  transport::ConnId conn = 0;         // contributions, control and errors; 0 once gone
+  transport::ConnId result_conn = 0;  // results (the rank's result channel); 0 until joined
   bool joined = false;
   std::string address;  // the rank's ring listen address
 };
@@ -76,8 +77,9 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   bool failed() const { return !failure_.empty(); }
   size_t slotCount() const { return slots_.size(); }
 
-  /** Sends a header-only (or short text) message to @p rank. */
-  void sendTo(uint32_t rank, wire::Header h, const std::string& body = std::string());
+  /** Sends a header-only (or short text) message to @p rank (on its result channel if asked). */
+  void sendTo(uint32_t rank, wire::Header h, const std::string& body = std::string(),
+              bool result_channel = false);
 
  private:
   using Key = std::pair<uint64_t, uint32_t>;  // (seq, chunk)

@@ -120,8 +120,13 @@ void ReductionServer::onMessage(transport::ConnId conn, const void* header, size
     onHello(conn, peer, h, payload);
   } else if (type == wire::MsgType::kAuth && peer.state == State::kChallenged) {
     onAuth(conn, peer, payload);
-  } else if (type == wire::MsgType::kData && peer.state == State::kJoined) {
+  } else if (type == wire::MsgType::kData && peer.state == State::kJoined &&
+             !peer.resultChannel()) {
     onData(conn, peer, h, payload);
+  } else if (type == wire::MsgType::kLeave && peer.state == State::kJoined &&
+             peer.resultChannel()) {
+    // The rank's data connection carries its leave or its failure notice.
+    dropPeer(conn, "left: result channel closed");
   } else if (type == wire::MsgType::kLeave && peer.state == State::kJoined) {
     // A rank that failed says why: the other ranks then learn the root cause, not only that
     // this rank vanished.
@@ -179,6 +184,8 @@ void ReductionServer::onAuth(transport::ConnId conn, Peer& peer, transport::Payl
 
 void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
   const wire::Header& h = peer.hello;
+  const bool results = peer.resultChannel();
+  const auto flags = static_cast<uint16_t>(h.flags & ~wire::kFlagResultChannel);
   auto it = comms_.find(h.comm_id);
   std::shared_ptr<ReduceComm> comm;
   if (it == comms_.end()) {
@@ -189,10 +196,9 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
                  std::to_string(pool_.limit()) + " bytes; lower LIBREDUCE_CHUNK_BYTES");
       return;
     }
-    wire::CommShape shape{h.comm_id, 0, h.nranks, peer.body.chunk_bytes};
+    wire::CommShape shape{h.comm_id, 0, h.nranks, peer.body.chunk_bytes, peer.body.spread};
     uint32_t timeout = std::clamp<uint32_t>(peer.body.timeout_ms, 100, 86400000);
-    comm =
-        std::make_shared<ReduceComm>(shape, timeout, h.flags, transport_.get(), &pool_, address_);
+    comm = std::make_shared<ReduceComm>(shape, timeout, flags, transport_.get(), &pool_, address_);
     comm->join_deadline = Clock::now() + std::chrono::milliseconds(timeout);
     comms_[h.comm_id] = comm;
   } else {
@@ -203,9 +209,12 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
     } else if (comm->shape().nranks != h.nranks) {
       problem = "rank count " + std::to_string(h.nranks) + " differs from the other ranks' " +
                 std::to_string(comm->shape().nranks);
-    } else if (comm->shape().chunk_bytes != peer.body.chunk_bytes || comm->flags() != h.flags) {
+    } else if (comm->shape().chunk_bytes != peer.body.chunk_bytes || comm->flags() != flags) {
       problem = "LIBREDUCE_CHUNK_BYTES or LIBREDUCE_DETERMINISTIC differs from the other ranks'";
-    } else if (comm->ranks()[h.rank].joined) {
+    } else if (comm->shape().spread != peer.body.spread) {
+      problem = "its reducer list has " + std::to_string(peer.body.spread) +
+                " reducers, the other ranks' " + std::to_string(comm->shape().spread);
+    } else if (results ? comm->ranks()[h.rank].result_conn != 0 : comm->ranks()[h.rank].joined) {
       problem = "rank " + std::to_string(h.rank) + " joined twice";
     }
     if (!problem.empty()) {
@@ -213,17 +222,27 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
       return;
     }
   }
-  comm->ranks()[h.rank] = RankLink{conn, true, peer.address};
+  RankLink& link = comm->ranks()[h.rank];
+  if (results) {
+    link.result_conn = conn;
+  } else {
+    link.conn = conn;
+    link.joined = true;
+    link.address = peer.address;
+  }
   peer.comm = comm;
   peer.state = Peer::State::kJoined;
-  if (++comm->joined < h.nranks) return;
+  if (++comm->joined < 2 * h.nranks) return;  // every rank's data and result channel
   comm->mutableShape().epoch = next_epoch_++;
   std::vector<std::string> addresses;
-  for (const auto& link : comm->ranks()) addresses.push_back(link.address);
+  for (const auto& rank : comm->ranks()) addresses.push_back(rank.address);
   std::string list = wire::encodeAddresses(addresses.data(), h.nranks);
   wire::Header j =
       wire::makeHeader(wire::MsgType::kJoined, h.comm_id, comm->shape().epoch, 0, h.nranks);
-  for (uint32_t r = 0; r < h.nranks; ++r) comm->sendTo(r, j, list);
+  for (uint32_t r = 0; r < h.nranks; ++r) {
+    comm->sendTo(r, j, list);
+    comm->sendTo(r, j, list, /*result_channel=*/true);
+  }
   RD_LOG_INFO("reducer %s: comm %016llx ready with %u ranks", address_.c_str(),
               static_cast<unsigned long long>(h.comm_id), h.nranks);
 }
@@ -280,10 +299,18 @@ void ReductionServer::dropPeer(transport::ConnId conn, const std::string& reason
                 transport_->peerName(conn).c_str(), reason.c_str());
     return;
   }
-  std::string text = "rank " + std::to_string(h.rank) + " " + reason;
-  if (reason.rfind("left", 0) != 0) RD_LOG_WARN("reducer %s: %s", address_.c_str(), text.c_str());
   auto& comm = peer.comm;
-  if (reason.rfind("left", 0) == 0) {
+  const bool left = reason.rfind("left", 0) == 0;
+  std::string text = "rank " + std::to_string(h.rank) + " " + reason;
+  if (peer.resultChannel()) {
+    comm->ranks()[h.rank].result_conn = 0;
+    // Closed after a leave, or after the rank is gone anyway: nothing more to do. Otherwise
+    // the rank lost a connection, which is its failure.
+    if (left || comm->ranks()[h.rank].conn == 0) return;
+    text = "rank " + std::to_string(h.rank) + " lost its result channel: " + reason;
+  }
+  if (!left) RD_LOG_WARN("reducer %s: %s", address_.c_str(), text.c_str());
+  if (left) {
     comm->rankLeft(h.rank);
   } else {
     comm->ranks()[h.rank].conn = 0;
@@ -307,7 +334,9 @@ void ReductionServer::onTick() {
     if (comm->shape().epoch == 0 && !comm->failed() && comm->join_deadline < now) {
       std::string missing;
       for (uint32_t r = 0; r < comm->shape().nranks; ++r) {
-        if (!comm->ranks()[r].joined) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+        const RankLink& link = comm->ranks()[r];
+        if (link.joined && link.result_conn != 0) continue;
+        missing += (missing.empty() ? "" : ",") + std::to_string(r);
       }
       comm->fail(rdTimeout, "ranks " + missing + " did not join within " +
                                 std::to_string(comm->timeoutMs()) + " ms");

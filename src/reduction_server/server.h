@@ -56,6 +56,7 @@ class ReductionServer {
     auth::Nonce reducer_nonce{};
     Clock::time_point deadline;
     std::shared_ptr<ReduceComm> comm;
+    bool resultChannel() const { return (hello.flags & wire::kFlagResultChannel) != 0; }
   };
   struct Waiting {  // a contribution queued until memory frees up
     transport::ConnId conn;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "libreduce/reduce.h"
+#include "perf/exact_data.h"
 
 namespace {
 
@@ -61,74 +62,11 @@ int opByName(const std::string& n) {
   std::exit(2);
 }
 
-bool isFloat(rdDataType_t d) {
-  return d == rdFloat16 || d == rdBfloat16 || d == rdFloat32 || d == rdFloat64;
-}
-
-// Exactly representable inputs whose reduction is exact in any order: small integers, and
-// only 1 or 2 for products (powers of two).
-double exactValue(int rank, size_t i, rdDataType_t d, rdRedOp_t op) {
-  unsigned h = static_cast<unsigned>(i * 7 + static_cast<size_t>(rank) * 13 + 5);
-  if (op == rdProd) return 1 + (h % 5 == 0 ? 1 : 0);
-  bool is_unsigned = d == rdUint8 || d == rdUint32 || d == rdUint64;
-  if (d == rdBfloat16) return static_cast<double>(h % 4);
-  return is_unsigned ? static_cast<double>(h % 9)
-                     : static_cast<double>(static_cast<int>(h % 9) - 4);
-}
-
-uint16_t toHalfBits(double v, rdDataType_t d) {
-  float f = static_cast<float>(v);
-  if (d == rdBfloat16) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return static_cast<uint16_t>(u >> 16);  // inputs are exact in bf16
-  }
-  _Float16 h = static_cast<_Float16>(f);
-  uint16_t bits;
-  std::memcpy(&bits, &h, 2);
-  return bits;
-}
-
-void store(void* buf, size_t i, double v, rdDataType_t d) {
-  switch (d) {
-    case rdInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
-    case rdUint8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
-    case rdInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
-    case rdUint32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v); break;
-    case rdInt64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
-    case rdUint64: static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v); break;
-    case rdFloat16:
-    case rdBfloat16: static_cast<uint16_t*>(buf)[i] = toHalfBits(v, d); break;
-    case rdFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    case rdFloat64: static_cast<double*>(buf)[i] = v; break;
-    default: break;
-  }
-}
-
-double load(const void* buf, size_t i, rdDataType_t d) {
-  switch (d) {
-    case rdInt8: return static_cast<const int8_t*>(buf)[i];
-    case rdUint8: return static_cast<const uint8_t*>(buf)[i];
-    case rdInt32: return static_cast<const int32_t*>(buf)[i];
-    case rdUint32: return static_cast<const uint32_t*>(buf)[i];
-    case rdInt64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
-    case rdUint64: return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
-    case rdFloat32: return static_cast<const float*>(buf)[i];
-    case rdFloat64: return static_cast<const double*>(buf)[i];
-    case rdFloat16: {
-      _Float16 h;
-      std::memcpy(&h, static_cast<const uint16_t*>(buf) + i, 2);
-      return static_cast<double>(h);
-    }
-    case rdBfloat16: {
-      uint32_t u = static_cast<uint32_t>(static_cast<const uint16_t*>(buf)[i]) << 16;
-      float f;
-      std::memcpy(&f, &u, 4);
-      return f;
-    }
-    default: return 0;
-  }
-}
+// Exactly representable inputs whose reduction is exact in any order (shared with rd_perf).
+using rd::perf::exactValue;
+using rd::perf::isFloat;
+using rd::perf::load;
+using rd::perf::store;
 
 void fill(std::vector<char>* buf, int rank, size_t count, rdDataType_t d, rdRedOp_t op, bool random,
           uint64_t salt) {

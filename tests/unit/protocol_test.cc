@@ -94,7 +94,7 @@ TEST(WireHeader, HasNoPadding) {
                   sizeof h.seq + sizeof h.count + sizeof h.chunk + sizeof h.status +
                   sizeof h.payload_bytes;
   EXPECT_EQ(fields, sizeof(Header));
-  EXPECT_EQ(sizeof(HelloBody), sizeof(uint64_t) + 2 * sizeof(uint32_t) + kNonceBytes);
+  EXPECT_EQ(sizeof(HelloBody), sizeof(uint64_t) + 4 * sizeof(uint32_t) + kNonceBytes);
 }
 
 TEST(WireHeader, MakeHeaderStampsIdentity) {
@@ -405,6 +405,14 @@ TEST(WireHello, RejectsAddressLenNotMatchingBody) {
   EXPECT_TRUE(helloRejected(rawHello(b, "x"), "address"));
 }
 
+TEST(WireHello, RejectsReducerCountOutOfRange) {
+  for (uint32_t spread : {0u, kMaxReducers + 1}) {
+    HelloBody b = helloBody();
+    b.spread = spread;
+    EXPECT_TRUE(helloRejected(encodeHello(b, "h:1"), "reducer count")) << spread;
+  }
+}
+
 TEST(WireHello, RejectsChunkBytesOutOfRange) {
   for (uint64_t bytes :
        {uint64_t{0}, uint64_t{4095}, kMaxPayloadBytes + 1, std::numeric_limits<uint64_t>::max()}) {
@@ -601,6 +609,34 @@ TEST(ChunkGeometry, RoundsChunkBytesDownToWholeElements) {
   EXPECT_EQ(makeGeometry(Coll::kAllReduce, 100, 1, 0, 0, 8).chunk_elems, 1u);
 }
 
+TEST(ChunkGeometry, SmallBuffersAreSpreadOverEveryReducer) {
+  // 1 MiB of float32 with 1 MiB chunks and 8 reducers: kSpreadDepth = 4 chunks of 32 KiB per
+  // reducer, not 1 chunk of 1 MiB for one reducer.
+  static_assert(kSpreadDepth == 4);
+  Geometry g = makeGeometry(Coll::kAllReduce, 1 << 18, 4, 0, 1 << 20, 4, 8);
+  EXPECT_EQ(g.chunk_elems, 1u << 13);
+  EXPECT_EQ(g.nchunks, 32u);
+  // Never below kMinSpreadChunkBytes: 6 KiB make 2 chunks (4 KiB + 2 KiB), not 32.
+  EXPECT_EQ(makeGeometry(Coll::kBroadcast, 1536, 4, 0, 1 << 20, 4, 8).nchunks, 2u);
+  // Big buffers keep chunk_bytes; reduce-scatter / all-gather parts are not spread further.
+  EXPECT_EQ(makeGeometry(Coll::kAllReduce, 1 << 24, 4, 0, 1 << 20, 4, 8).chunk_elems, 1u << 18);
+  EXPECT_EQ(makeGeometry(Coll::kReduceScatter, 1 << 18, 4, 0, 1 << 20, 4, 8).nchunks, 4u);
+  // Every spread still covers the buffer exactly once.
+  for (uint32_t spread : {1u, 2u, 3u, 8u, 64u}) {
+    for (uint64_t count : {1ull, 1000ull, 4097ull, (1ull << 20) + 3}) {
+      Geometry sg = makeGeometry(Coll::kAllReduce, count, 2, 0, 1 << 20, 2, spread);
+      uint64_t covered = 0;
+      for (uint64_t k = 0; k < sg.nchunks; ++k) {
+        ChunkSpan s = chunkSpan(sg, k);
+        ASSERT_EQ(s.offset, covered) << spread << " " << count << " " << k;
+        ASSERT_GT(s.elems, 0u);
+        covered += s.elems;
+      }
+      ASSERT_EQ(covered, count) << spread;
+    }
+  }
+}
+
 TEST(ChunkRoles, AllReduceEveryRankContributesAndReceives) {
   Geometry g = makeGeometry(Coll::kAllReduce, 10000, 4, 0, 4096, 4);
   EXPECT_EQ(contributorCount(g), 4u);
@@ -744,6 +780,21 @@ TEST(DataFrame, AcceptsEachCollective) {
   EXPECT_TRUE(frameAccepted(b, 2));
   // Zero elements: one empty chunk.
   EXPECT_TRUE(frameAccepted(frame(Coll::kAllReduce, 0, 0, 0, 0), 0));
+}
+
+TEST(DataFrame, ChunkRangeFollowsTheSpreadTheRanksJoinedWith) {
+  // 4096 float32 = 16 KiB; 1 MiB chunks spread over 4 reducers: 4 chunks of 4 KiB (the
+  // smallest spread chunk), over 1: a single chunk.
+  CommShape spread4{kCommId, kEpoch, kRanks, 1 << 20, 4};
+  CommShape spread1{kCommId, kEpoch, kRanks, 1 << 20, 1};
+  Header h = frame(Coll::kAllReduce, 4096, 1, 3, 4096);
+  Geometry g;
+  ChunkSpan s;
+  std::string why;
+  EXPECT_EQ(checkDataFrame(h, spread4, 1, &g, &s, &why), rdSuccess) << why;
+  EXPECT_EQ(s.offset, 3072u);
+  EXPECT_EQ(checkDataFrame(h, spread1, 1, &g, &s, &why), rdProtocolError);
+  EXPECT_NE(why.find("out of range"), std::string::npos) << why;
 }
 
 TEST(DataFrame, RejectsWrongCommunicator) {
