@@ -268,12 +268,9 @@ const char* const kExtraHelp =
 
 int main(int argc, char** argv) {
   rd::perf::Options o;
-  std::string error;
-  if (!rd::perf::parseOptions(argc, argv, {}, &o, &error)) {
-    rd::perf::usage(argv[0], kExtraHelp);
-    if (error == "help") return 0;
-    std::fprintf(stderr, "gloo_perf: %s\n", error.c_str());
-    return 2;
+  if (int rc = rd::perf::parseCommandLine(argc, argv, "gloo_perf", {}, kExtraHelp, true, &o);
+      rc >= 0) {
+    return rc;
   }
   int rank = 0, nranks = 0;
   if (!rd::perf::rankFromEnvironment(&rank, &nranks)) {
@@ -283,10 +280,6 @@ int main(int argc, char** argv) {
   const char* dir = std::getenv("GLOO_STORE_DIR");
   if (dir == nullptr || *dir == '\0') {
     std::fprintf(stderr, "gloo_perf: set GLOO_STORE_DIR to a directory shared by all ranks\n");
-    return 2;
-  }
-  if (o.coll == Coll::kBroadcast && o.root >= nranks) {
-    std::fprintf(stderr, "gloo_perf: root %d is not a rank of %d\n", o.root, nranks);
     return 2;
   }
   try {

@@ -163,21 +163,10 @@ int main(int argc, char** argv) {
   {
     MpiBackend backend;
     rd::perf::Options o;
-    std::string error;
-    if (!rd::perf::parseOptions(argc, argv, {}, &o, &error)) {
-      if (backend.rank() == 0) {
-        rd::perf::usage(argv[0], "Launch with mpirun; ranks are MPI_COMM_WORLD's.\n");
-        if (error != "help") std::fprintf(stderr, "mpi_perf: %s\n", error.c_str());
-      }
-      rc = error == "help" ? 0 : 2;
-    } else if (o.coll == Coll::kBroadcast && o.root >= backend.nranks()) {
-      if (backend.rank() == 0) {
-        std::fprintf(stderr, "mpi_perf: root %d is not a rank of %d\n", o.root, backend.nranks());
-      }
-      rc = 2;
-    } else {
-      rc = rd::perf::runPerf(backend, o);
-    }
+    rc = rd::perf::parseCommandLine(argc, argv, "mpi_perf", {},
+                                    "Launch with mpirun; ranks are MPI_COMM_WORLD's.\n",
+                                    backend.rank() == 0, &o);
+    if (rc < 0) rc = rd::perf::runPerf(backend, o);
   }
   MPI_Finalize();
   return rc;

@@ -191,4 +191,19 @@ bool parseOptions(int argc, char** argv, const std::vector<std::string>& extra_f
   return true;
 }
 
+int parseCommandLine(int argc, char** argv, const char* program,
+                     const std::vector<std::string>& extra_flags, const char* extra_help,
+                     bool print, Options* out) {
+  std::string error;
+  if (parseOptions(argc, argv, extra_flags, out, &error)) {
+    out->program = program;
+    return -1;
+  }
+  if (print) {
+    usage(argv[0], extra_help);
+    if (error != "help") std::fprintf(stderr, "%s: %s\n", program, error.c_str());
+  }
+  return error == "help" ? 0 : 2;
+}
+
 }  // namespace rd::perf

@@ -323,6 +323,13 @@ bool envInt(const char* name, int* out) {
 }  // namespace
 
 int runPerf(Backend& backend, const Options& options) {
+  if (options.coll == Coll::kBroadcast && options.root >= backend.nranks()) {
+    if (backend.rank() == 0) {
+      std::fprintf(stderr, "%s: root %d is not a rank of %d\n", options.program.c_str(),
+                   options.root, backend.nranks());
+    }
+    return 2;
+  }
   return Sweep(backend, options).run();
 }
 

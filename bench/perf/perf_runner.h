@@ -32,6 +32,7 @@ struct Options {
   std::string json_path;  // -J: rank 0 writes every measurement as JSON
   Coll coll = Coll::kAllReduce;
   std::vector<std::string> extra;  // flags the program handles itself (e.g. --algo)
+  std::string program = "perf";    // prefix of error messages ("rd_perf", "gloo_perf" ...)
 };
 
 /** Prints the flags shared by every perf program. */
@@ -43,6 +44,15 @@ void usage(const char* program, const char* extra_help);
  */
 bool parseOptions(int argc, char** argv, const std::vector<std::string>& extra_flags, Options* out,
                   std::string* error);
+
+/**
+ * parseOptions for a program's main(): sets Options::program; on --help prints the usage (with
+ * @p extra_help) and returns 0, on a bad flag the usage and "<program>: <error>" and returns 2;
+ * returns -1 when the program goes on. Prints nothing unless @p print (e.g. only rank 0).
+ */
+int parseCommandLine(int argc, char** argv, const char* program,
+                     const std::vector<std::string>& extra_flags, const char* extra_help,
+                     bool print, Options* out);
 
 /** One system under test. Every call is collective over all ranks and blocks until done. */
 class Backend {
@@ -65,7 +75,10 @@ class Backend {
   virtual double combine(double value, int how) = 0;
 };
 
-/** Runs the sweep and prints the nccl-tests table on rank 0; returns the process exit code. */
+/**
+ * Runs the sweep and prints the nccl-tests table on rank 0; returns the process exit code (2,
+ * said on rank 0, for a broadcast root that is not a rank).
+ */
 int runPerf(Backend& backend, const Options& options);
 
 /** RANK / WORLD_SIZE from torchrun-style, Open MPI or PMI variables; false when absent. */

@@ -73,13 +73,11 @@ const char* const kExtraHelp =
 
 int main(int argc, char** argv) {
   rd::perf::Options o;
-  std::string error;
-  if (!rd::perf::parseOptions(argc, argv, {"--algo", "--reducers", "--chunk", "--window"}, &o,
-                              &error)) {
-    rd::perf::usage(argv[0], kExtraHelp);
-    if (error == "help") return 0;
-    std::fprintf(stderr, "rd_perf: %s\n", error.c_str());
-    return 2;
+  if (int rc = rd::perf::parseCommandLine(argc, argv, "rd_perf",
+                                          {"--algo", "--reducers", "--chunk", "--window"},
+                                          kExtraHelp, true, &o);
+      rc >= 0) {
+    return rc;
   }
   static const char* const kEnv[][2] = {{"--algo", "LIBREDUCE_ALGO"},
                                         {"--reducers", "LIBREDUCE_REDUCERS"},
@@ -107,9 +105,5 @@ int main(int argc, char** argv) {
                           : (algo != nullptr && std::string(algo) == "ring") ? "ring"
                                                                              : "rs";
   LibreduceBackend backend(comm, effective);
-  if (o.coll == Coll::kBroadcast && o.root >= backend.nranks()) {
-    std::fprintf(stderr, "rd_perf: root %d is not a rank of %d\n", o.root, backend.nranks());
-    return 2;
-  }
   return rd::perf::runPerf(backend, o);
 }

@@ -99,7 +99,7 @@ rdResult_t Communicator::join() {
     transport_->runSync([&] {
       for (uint32_t i = 0; i < links_.size(); ++i) {
         if (links_[i].epoch != 0) continue;
-        size_t data_link = i % (links_.size() / 2);
+        uint32_t data_link = i % servers();
         if (links_[i].result_channel && links_[data_link].epoch == 0) continue;  // named once
         pending += (pending.empty() ? "" : ", ") + reducerName(i);
         if (!links_[i].last_error.empty()) pending += " (" + links_[i].last_error + ")";
@@ -156,12 +156,12 @@ Communicator::~Communicator() {
 
 std::string Communicator::reducerName(uint32_t link) const {
   if (config_.reducers.empty()) return "rendezvous " + links_[link].address;
-  auto reducer = static_cast<uint32_t>(link % (links_.size() / 2));
+  uint32_t reducer = link % servers();
   return "reducer " + std::to_string(reducer) + " (" + links_[link].address + ")";
 }
 
 bool Communicator::fromReducer(transport::ConnId conn, uint32_t reducer) const {
-  return links_[reducer].conn == conn || links_[reducer + links_.size() / 2].conn == conn;
+  return links_[reducer].conn == conn || links_[reducer + servers()].conn == conn;
 }
 
 wire::Header Communicator::header(wire::MsgType type, uint32_t reducer) const {

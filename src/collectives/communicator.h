@@ -82,6 +82,8 @@ class Communicator {
   transport::Transport& transport() { return *transport_; }
   std::vector<ReducerLink>& reducers() { return links_; }
   uint32_t dataReducers() const { return static_cast<uint32_t>(config_.reducers.size()); }
+  /** Reducers (or the one rendezvous) this rank is connected to: half of reducers(). */
+  uint32_t servers() const { return static_cast<uint32_t>(links_.size() / 2); }
   /** Whether @p conn is one of reducer @p reducer's two connections. */
   bool fromReducer(transport::ConnId conn, uint32_t reducer) const;
   /** Header stamped for a reducer (its epoch) or a ring peer (epoch 0). */
