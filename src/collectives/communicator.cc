@@ -150,6 +150,7 @@ Communicator::~Communicator() {
     early_.clear();
     return rdSuccess;
   });
+  transport_->stop();  // messages still arriving reach handlers that use transport_
   transport_.reset();
   for (char* p : staging_free_) delete[] p;
 }

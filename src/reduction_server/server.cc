@@ -67,6 +67,7 @@ ReductionServer::~ReductionServer() {
     comms_.clear();
     return rdSuccess;
   });
+  transport_->stop();  // messages still arriving reach handlers that use transport_
   transport_.reset();
 }
 

@@ -109,6 +109,14 @@ class Transport {
   /** True on the progress thread. */
   virtual bool onProgressThread() const = 0;
 
+  /**
+   * Closes every connection and stops the progress thread; no handler or completion runs once
+   * it returns. Owners call it before they let the transport go: the thread may still deliver
+   * messages until then, and a unique_ptr being reset already reads as null to them. Idempotent;
+   * the destructor calls it too. Not from the progress thread.
+   */
+  virtual void stop() = 0;
+
   /** Runs @p fn on the progress thread and waits for its result. Thread-safe. */
   rdResult_t runSync(const std::function<rdResult_t()>& fn);
 };

@@ -125,14 +125,17 @@ rdResult_t UcxTransport::start() {
 }
 
 UcxTransport::~UcxTransport() {
-  if (thread_.joinable()) {
-    post([this] { stop_ = true; });
-    thread_.join();
-  }
+  stop();
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void UcxTransport::stop() {
+  if (!thread_.joinable()) return;
+  post([this] { stop_ = true; });
+  thread_.join();
 }
 
 void UcxTransport::post(std::function<void()> fn) {

@@ -36,6 +36,7 @@ class UcxTransport final : public Transport {
   void deregisterMemory(MemRegion region) override;
   void post(std::function<void()> fn) override;
   bool onProgressThread() const override;
+  void stop() override;
 
   // Used by the payload and the UCX callbacks (progress thread only).
   ucp_worker_h worker() const { return worker_; }
