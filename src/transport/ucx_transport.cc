@@ -18,15 +18,15 @@
 
 namespace rd::transport {
 
-namespace {
-
-constexpr unsigned kAmId = 17;
-constexpr int kTickMs = 100;
-
 struct SendContext {
   std::string header;  // UCX needs the header until the send completes
   Completion done;
 };
+
+namespace {
+
+constexpr unsigned kAmId = 17;
+constexpr int kTickMs = 100;
 
 void finishSend(SendContext* ctx, ucs_status_t status) {
   if (ctx->done) ctx->done(status == UCS_OK ? rdSuccess : rdConnectionError);
@@ -152,6 +152,19 @@ bool UcxTransport::onProgressThread() const {
   return std::this_thread::get_id() == thread_id_;
 }
 
+bool UcxTransport::progressOnce() {
+  in_progress_ = true;
+  bool progressed = ucp_worker_progress(worker_) != 0;
+  in_progress_ = false;
+  while (!deferred_.empty()) {
+    auto batch = std::move(deferred_);
+    deferred_.clear();
+    for (auto& fn : batch) fn();
+    progressed = true;
+  }
+  return progressed;
+}
+
 bool UcxTransport::runPosted() {
   std::vector<std::function<void()>> batch;
   {
@@ -168,13 +181,7 @@ void UcxTransport::loop() {
   const auto spin = std::chrono::microseconds(options_.spin_us);
   while (!stop_) {
     bool busy = runPosted();
-    while (ucp_worker_progress(worker_) != 0) busy = true;
-    while (!deferred_.empty()) {
-      auto batch = std::move(deferred_);
-      deferred_.clear();
-      for (auto& fn : batch) fn();
-      busy = true;
-    }
+    while (progressOnce()) busy = true;
     auto now = std::chrono::steady_clock::now();
     if (now >= next_tick) {
       next_tick = now + std::chrono::milliseconds(kTickMs);
@@ -216,7 +223,7 @@ void UcxTransport::shutdownOnThread() {
   // Give closes a bounded time to finish; the worker's destruction releases the rest.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (!closing_.empty() && std::chrono::steady_clock::now() < deadline) {
-    ucp_worker_progress(worker_);
+    progressOnce();
     for (size_t i = 0; i < closing_.size();) {
       if (ucp_request_check_status(closing_[i]) != UCS_INPROGRESS) {
         ucp_request_free(closing_[i]);
@@ -345,7 +352,10 @@ ucs_status_t UcxTransport::onAm(void* arg, const void* header, size_t header_len
   ConnId id = 0;
   if (param->reply_ep != nullptr) {
     auto it = self->by_ep_.find(param->reply_ep);
-    if (it != self->by_ep_.end() && !self->conns_[it->second].failed) id = it->second;
+    if (it != self->by_ep_.end()) {
+      const Conn& conn = self->conns_[it->second];
+      if (!conn.failed && !conn.closing) id = it->second;
+    }
   }
   if (id == 0 || !self->handlers_.on_message) {
     msg->done = true;  // from an endpoint we no longer know: drop
@@ -358,12 +368,28 @@ ucs_status_t UcxTransport::onAm(void* arg, const void* header, size_t header_len
 void UcxTransport::send(ConnId conn, const void* header, size_t header_len, const void* payload,
                         size_t payload_len, Completion done, MemRegion region) {
   auto it = conns_.find(conn);
-  if (it == conns_.end() || it->second.failed) {
+  if (it == conns_.end() || it->second.failed || it->second.closing) {
     if (done) done(rdConnectionError);
     return;
   }
   auto* ctx =
       new SendContext{std::string(static_cast<const char*>(header), header_len), std::move(done)};
+  if (in_progress_) {
+    deferred_.push_back([this, conn, ctx, payload, payload_len, region] {
+      startSend(conn, ctx, payload, payload_len, region);
+    });
+    return;
+  }
+  startSend(conn, ctx, payload, payload_len, region);
+}
+
+void UcxTransport::startSend(ConnId conn, SendContext* ctx, const void* payload, size_t payload_len,
+                             MemRegion region) {
+  auto it = conns_.find(conn);
+  if (it == conns_.end() || it->second.failed) {
+    finishSend(ctx, UCS_ERR_CONNECTION_RESET);
+    return;
+  }
   ucp_request_param_t param{};
   param.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
@@ -374,13 +400,24 @@ void UcxTransport::send(ConnId conn, const void* header, size_t header_len, cons
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
     param.memh = static_cast<ucp_mem_h>(region);
   }
-  ucs_status_ptr_t req = ucp_am_send_nbx(it->second.ep, kAmId, ctx->header.data(), header_len,
-                                         payload, payload_len, &param);
+  ucs_status_ptr_t req = ucp_am_send_nbx(it->second.ep, kAmId, ctx->header.data(),
+                                         ctx->header.size(), payload, payload_len, &param);
   if (UCS_PTR_IS_PTR(req)) return;
   finishSend(ctx, UCS_PTR_STATUS(req));
 }
 
 void UcxTransport::close(ConnId conn) {
+  auto it = conns_.find(conn);
+  if (it == conns_.end() || it->second.closing) return;
+  if (in_progress_) {
+    it->second.closing = true;  // nothing more in or out; sends already asked for still go
+    deferred_.push_back([this, conn] { closeNow(conn); });
+    return;
+  }
+  closeNow(conn);
+}
+
+void UcxTransport::closeNow(ConnId conn) {
   auto it = conns_.find(conn);
   if (it == conns_.end()) return;
   ucp_request_param_t param{};

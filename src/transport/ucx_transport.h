@@ -16,6 +16,8 @@
 
 namespace rd::transport {
 
+struct SendContext;
+
 class UcxTransport final : public Transport {
  public:
   UcxTransport(Options options, Handlers handlers);
@@ -47,6 +49,7 @@ class UcxTransport final : public Transport {
     ucp_ep_h ep = nullptr;
     std::string peer;
     bool failed = false;
+    bool closing = false;  // closed while UCX was progressing: released right after
   };
 
   static ucs_status_t onAm(void* arg, const void* header, size_t header_len, void* data, size_t len,
@@ -57,6 +60,14 @@ class UcxTransport final : public Transport {
   ConnId addConn(ucp_ep_h ep, std::string peer);
   ucp_ep_params_t epParams();
   void loop();
+  // One ucp_worker_progress, then what the callbacks deferred. UCX (1.13, TCP) handles a batch
+  // of socket events per progress call and asserts if an endpoint of that batch is closed
+  // meanwhile: a send or close on a dead peer from inside a callback does exactly that, so
+  // callbacks' sends and closes wait here until the batch is done.
+  bool progressOnce();
+  void startSend(ConnId conn, SendContext* ctx, const void* payload, size_t payload_len,
+                 MemRegion region);
+  void closeNow(ConnId conn);
   bool runPosted();
   void shutdownOnThread();
 
@@ -72,7 +83,9 @@ class UcxTransport final : public Transport {
 
   std::mutex posted_mu_;
   std::vector<std::function<void()>> posted_;
-  std::vector<std::function<void()>> deferred_;  // rendezvous receives started after progress
+  // Rendezvous receives, sends and closes asked for inside ucp_worker_progress, run after it.
+  std::vector<std::function<void()>> deferred_;
+  bool in_progress_ = false;
 
   ConnId next_conn_ = 1;
   std::unordered_map<ConnId, Conn> conns_;
