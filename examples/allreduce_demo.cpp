@@ -1,5 +1,5 @@
 // One rank of the all-reduce demo job. Joins the communicator described by the environment
-// (scripts/local_job.sh sets it up: RANK, WORLD_SIZE, LIBREDUCE_REDUCERS, ...), all-reduces
+// (reducectl sets it up: RANK, WORLD_SIZE, LIBREDUCE_REDUCERS, ...), all-reduces
 // float32 buffers of growing size, checks every element of every iteration against the value
 // computed locally, and rank 0 prints a table. Exit status 0 only when every element was right.
 //
@@ -37,7 +37,7 @@ struct Options {
                "usage: %s [--min-bytes SIZE] [--max-bytes SIZE] [--factor F] [--warmup N] "
                "[--iters N]\n"
                "  SIZE takes K, M, G suffixes (1K = 1024 bytes); defaults 1K, 64M, 4, 2, 5.\n"
-               "  Run one copy per rank, e.g. through scripts/local_job.sh.\n",
+               "  Run one copy per rank, e.g. through reducectl (examples/jobs/quickstart.yaml).\n",
                argv0);
   std::exit(problem != nullptr ? 2 : 0);
 }

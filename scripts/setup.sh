@@ -9,7 +9,7 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   clang clang-format clang-tidy libclang-rt-14-dev
   pybind11-dev python3-dev python3-numpy python3-pytest
-  libgloo-dev libopenmpi-dev openmpi-bin python3-matplotlib
+  libgloo-dev libopenmpi-dev openmpi-bin python3-matplotlib libyaml-cpp-dev
 )
 
 missing=()

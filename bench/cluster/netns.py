@@ -95,12 +95,14 @@ class Topology:
     """
 
     def __init__(self, prefix: str, workers: int, reducers: int, rate: str,
-                 switch_address: bool = False):
+                 switch_address: bool = False, reducer_rate: str | None = None):
         if not 1 <= workers <= 254 or not 0 <= reducers <= 254:
             raise ValueError("between 1 and 254 workers and at most 254 reducers")
         self.prefix = prefix
         self.rate = rate
         self.rate_bps = parse_rate(rate)
+        # Reducers may have NICs of their own size (reducectl: the pools' resources.nicGbps).
+        self.reducer_rate_bps = self.rate_bps if reducer_rate is None else parse_rate(reducer_rate)
         self.switch_address = switch_address
         self.switch_ns = f"{prefix}-sw"
         self.workers = [Host(f"w{i}", f"{prefix}-w{i}", f"{WORKER_NET}.{i + 1}")
@@ -151,14 +153,16 @@ class Topology:
         run_cmd(sw + ["link", "set", "dev", host.name, "up"])
         run_cmd(inside + ["addr", "add", f"{host.addr}/{PREFIX_LEN}", "dev", "eth0"])
         run_cmd(inside + ["link", "set", "dev", "eth0", "up"])
-        if self.rate_bps is not None:
-            self._cap(host.netns, "eth0")           # what the host sends
-            self._cap(self.switch_ns, host.name)    # what the host receives
+        rate = self.reducer_rate_bps if host in self.reducers else self.rate_bps
+        if rate is not None:
+            self._cap(host.netns, "eth0", rate)           # what the host sends
+            self._cap(self.switch_ns, host.name, rate)    # what the host receives
 
-    def _cap(self, netns: str, dev: str) -> None:
-        burst = tbf_burst_bytes(self.rate_bps)
+    @staticmethod
+    def _cap(netns: str, dev: str, rate_bps: float) -> None:
+        burst = tbf_burst_bytes(rate_bps)
         run_cmd([TC, "-n", netns, "qdisc", "replace", "dev", dev, "root", "tbf",
-                 "rate", f"{int(self.rate_bps)}bit", "burst", str(burst),
+                 "rate", f"{int(rate_bps)}bit", "burst", str(burst),
                  "latency", TBF_LATENCY])
 
     # -- teardown -------------------------------------------------------------------------------
@@ -304,18 +308,62 @@ def _probe_client(addr: str, seconds: float) -> None:
             conn.sendall(payload)
 
 
+def destroy_prefix(prefix: str) -> list[str]:
+    """Kills what runs in, and deletes, every namespace named PREFIX-*; returns the errors."""
+    errors = []
+    for name in stale_namespaces(prefix + "-"):
+        try:
+            for pid in run_cmd([IP, "netns", "pids", name]).split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            run_cmd([IP, "netns", "del", name])
+        except TopologyError as exc:
+            errors.append(str(exc))
+    return errors
+
+
+def _create(args) -> int:
+    """--create: builds a topology and leaves it up (reducectl --emulate-network runs the job
+    in it and calls --destroy at the end); prints describe() as JSON. On failure nothing stays."""
+    topo = Topology(args.create, args.workers, args.reducers, args.rate,
+                    reducer_rate=args.reducer_rate)
+    try:
+        topo.create()
+    except (TopologyError, OSError) as exc:
+        topo.destroy()
+        print(f"netns: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(topo.describe()))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--probe-server", metavar="ADDR")
     parser.add_argument("--probe-client", metavar="ADDR")
     parser.add_argument("--seconds", type=float, default=1.0)
+    parser.add_argument("--create", metavar="PREFIX", help="build a topology and leave it up")
+    parser.add_argument("--destroy", metavar="PREFIX", help="remove the PREFIX-* namespaces")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--reducers", type=int, default=0)
+    parser.add_argument("--rate", default="none", help="workers' links, e.g. 1gbit")
+    parser.add_argument("--reducer-rate", help="reducers' links (default: --rate)")
     args = parser.parse_args()
     if args.probe_server:
         _probe_server(args.probe_server)
     elif args.probe_client:
         _probe_client(args.probe_client, args.seconds)
+    elif args.create:
+        return _create(args)
+    elif args.destroy:
+        errors = destroy_prefix(args.destroy)
+        for error in errors:
+            print(f"netns: {error}", file=sys.stderr)
+        return 1 if errors else 0
     else:
-        parser.error("--probe-server or --probe-client")
+        parser.error("--probe-server, --probe-client, --create or --destroy")
     return 0
 
 

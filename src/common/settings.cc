@@ -89,6 +89,48 @@ rdResult_t rangeError(const Setting& s, const std::string& value) {
                    s.kind == Kind::kSize ? "a size (e.g. 512K, 4M)" : "an integer", s.allowed);
 }
 
+// The parsers behind readInt/readSize/readChoice and checkValue: @p text is the value whether it
+// comes from the environment or from a job spec, so both report it the same way.
+rdResult_t parseInt(const Setting& s, const std::string& text, int64_t* out) {
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  int64_t lo = 0, hi = 0;
+  parseRange(s.allowed, false, &lo, &hi);
+  if (text.empty() || errno != 0 || *end != '\0' || v < lo || v > hi) return rangeError(s, text);
+  *out = v;
+  return rdSuccess;
+}
+
+rdResult_t parseSizeValue(const Setting& s, const std::string& text, uint64_t* out) {
+  uint64_t v = 0;
+  int64_t lo = 0, hi = 0;
+  parseRange(s.allowed, true, &lo, &hi);
+  if (!parseSize(text, &v) || v > static_cast<uint64_t>(INT64_MAX) ||
+      static_cast<int64_t>(v) < lo || static_cast<int64_t>(v) > hi) {
+    return rangeError(s, text);
+  }
+  *out = v;
+  return rdSuccess;
+}
+
+rdResult_t parseChoice(const Setting& s, const std::string& text, std::string* out) {
+  std::string value = lower(text);
+  std::string allowed = s.allowed;
+  size_t start = 0;
+  while (start <= allowed.size()) {
+    size_t bar = allowed.find('|', start);
+    if (bar == std::string::npos) bar = allowed.size();
+    if (allowed.compare(start, bar - start, value) == 0 && bar - start == value.size()) {
+      *out = value;
+      return rdSuccess;
+    }
+    start = bar + 1;
+  }
+  return setErrorf(rdInvalidArgument, "%s=%s is not valid: expected one of %s", s.env, text.c_str(),
+                   s.allowed);
+}
+
 }  // namespace
 
 std::span<const Setting> all() {
@@ -137,48 +179,29 @@ bool parseSize(const std::string& text, uint64_t* out) {
 }
 
 rdResult_t readInt(Id id, int64_t* out) {
-  const Setting& s = info(id);
-  std::string text = rawValue(id);
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  int64_t lo = 0, hi = 0;
-  parseRange(s.allowed, false, &lo, &hi);
-  if (text.empty() || errno != 0 || *end != '\0' || v < lo || v > hi) return rangeError(s, text);
-  *out = v;
-  return rdSuccess;
+  return parseInt(info(id), rawValue(id), out);
 }
 
 rdResult_t readSize(Id id, uint64_t* out) {
-  const Setting& s = info(id);
-  std::string text = rawValue(id);
-  uint64_t v = 0;
-  int64_t lo = 0, hi = 0;
-  parseRange(s.allowed, true, &lo, &hi);
-  if (!parseSize(text, &v) || v > static_cast<uint64_t>(INT64_MAX) ||
-      static_cast<int64_t>(v) < lo || static_cast<int64_t>(v) > hi) {
-    return rangeError(s, text);
-  }
-  *out = v;
-  return rdSuccess;
+  return parseSizeValue(info(id), rawValue(id), out);
 }
 
 rdResult_t readChoice(Id id, std::string* out) {
+  return parseChoice(info(id), rawValue(id), out);
+}
+
+rdResult_t checkValue(Id id, const std::string& text) {
   const Setting& s = info(id);
-  std::string text = lower(rawValue(id));
-  std::string allowed = s.allowed;
-  size_t start = 0;
-  while (start <= allowed.size()) {
-    size_t bar = allowed.find('|', start);
-    if (bar == std::string::npos) bar = allowed.size();
-    if (allowed.compare(start, bar - start, text) == 0 && bar - start == text.size()) {
-      *out = text;
-      return rdSuccess;
-    }
-    start = bar + 1;
+  int64_t i = 0;
+  uint64_t size = 0;
+  std::string choice;
+  switch (s.kind) {
+    case Kind::kInt: return parseInt(s, text, &i);
+    case Kind::kSize: return parseSizeValue(s, text, &size);
+    case Kind::kChoice: return parseChoice(s, text, &choice);
+    case Kind::kString: break;
   }
-  return setErrorf(rdInvalidArgument, "%s=%s is not valid: expected one of %s", s.env,
-                   rawValue(id).c_str(), s.allowed);
+  return rdSuccess;
 }
 
 }  // namespace rd::settings

@@ -66,6 +66,13 @@ rdResult_t readSize(Id id, uint64_t* out);
 /** Reads a choice setting, lower-cased; rdInvalidArgument listing the allowed values. */
 rdResult_t readChoice(Id id, std::string* out);
 
+/**
+ * Checks @p text as a value of @p id the way the read functions check an environment value (same
+ * parsing, ranges and messages, naming the variable); string settings accept any text. For values
+ * that come from elsewhere than the environment, e.g. a reducectl job spec.
+ */
+rdResult_t checkValue(Id id, const std::string& text);
+
 /** Parses "64", "64K", "1M", "2g" into bytes; false on malformed text or overflow. */
 bool parseSize(const std::string& text, uint64_t* out);
 

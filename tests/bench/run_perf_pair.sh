@@ -3,7 +3,7 @@
 #
 #   tests/bench/run_perf_pair.sh rd|gloo|mpi BUILD_DIR [PERF FLAGS...]
 #
-# rd goes through scripts/local_job.sh (1 reducer), gloo through a fresh file-store directory,
+# rd goes through reducectl launch (1 reducer), gloo through a fresh file-store directory,
 # mpi through mpirun. Rank 0's table is printed; the exit status is 0 only when every rank
 # exited 0 and the table reports no wrong value. Every wait is bounded.
 set -euo pipefail
@@ -18,8 +18,8 @@ trap 'rm -rf "$work"' EXIT
 
 case $system in
   rd)
-    "$here/../../scripts/local_job.sh" --workers 2 --reducers 1 --build-dir "$build" \
-      --timeout 120 -- "$build/bench/rd_perf" "${flags[@]}" | tee "$work/rank0.txt"
+    "$build/src/reducectl" launch --workers 2 --reducers 1 --timeout 120 --output-dir "$work" \
+      -- "$build/bench/rd_perf" "${flags[@]}" | grep '^\[primary-0\]' | tee "$work/rank0.txt"
     ;;
   gloo)
     pids=()

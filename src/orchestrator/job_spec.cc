@@ -1,0 +1,477 @@
+#include "orchestrator/job_spec.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include <yaml-cpp/yaml.h>
+
+#include "common/settings.h"
+#include "common/status.h"
+#include "orchestrator/spec_fields.h"
+
+namespace rd::orch {
+namespace {
+
+using spec::Entry;
+using spec::Field;
+using spec::FieldMap;
+using spec::SpecError;
+
+constexpr size_t kMaxNameLength = 128;
+constexpr int64_t kMaxTimeoutS = int64_t{30} * 24 * 3600;
+constexpr int kMaxRestarts = 100;
+constexpr int kMaxReplicas[kPoolCount] = {1, 4096, 1024, 4096};
+
+// Vertex names that do not fit local processes: say what to write instead of just "unknown".
+constexpr std::pair<const char*, const char*> kTopHints[] = {
+    {"jobSpec", "give the job spec's fields (workerPoolSpecs, scheduling, ...) at the top level"},
+};
+constexpr std::pair<const char*, const char*> kPoolHints[] = {
+    {"containerSpec",
+     "reducectl runs local processes, not containers: give command, args and env "
+     "in the pool itself"},
+    {"pythonPackageSpec",
+     "reducectl runs local processes: give command (e.g. [python3, -m, "
+     "trainer.task]), args and env in the pool itself"},
+    {"machineSpec", "replicas run on this machine; resources.nicGbps describes its network"},
+    {"diskSpec", "replicas run on this machine and use its disks"},
+};
+
+// Variables reducectl sets for every replica: the job's wiring, so a spec may not override them.
+constexpr const char* kManagedEnv[] = {
+    "CLUSTER_SPEC",
+    "TF_CONFIG",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_RESTART_COUNT",
+    "CLOUD_ML_JOB_ID",
+    "CLOUD_ML_TRIAL_ID",
+    "AIP_MODEL_DIR",
+    "AIP_CHECKPOINT_DIR",
+    "AIP_TENSORBOARD_LOG_DIR",
+};
+
+// libreduce settings reducectl derives for each job and replica, with the reason.
+struct ManagedSetting {
+  settings::Id id;
+  const char* reason;
+};
+constexpr ManagedSetting kManagedSettings[] = {
+    {settings::Id::kReducers,
+     "reducectl points the workers at the reducer pool (workerPoolSpecs[2])"},
+    {settings::Id::kSecret, "reducectl makes the job secret and gives it to every replica"},
+    {settings::Id::kSecretFile, "reducectl makes the job secret and gives it to every replica"},
+    {settings::Id::kCommId, "reducectl gives each run of the job its own communicator id"},
+    {settings::Id::kRank, "reducectl sets RANK for each replica"},
+    {settings::Id::kWorldSize, "reducectl sets WORLD_SIZE from the pools' replica counts"},
+};
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return s;
+}
+
+const char* managedReason(settings::Id id) {
+  for (const ManagedSetting& m : kManagedSettings) {
+    if (m.id == id) return m.reason;
+  }
+  return nullptr;
+}
+
+const settings::Setting* findSetting(const std::string& name) {
+  for (const settings::Setting& s : settings::all()) {
+    if (name == s.name) return &s;
+  }
+  return nullptr;
+}
+
+// ---- displayName, baseOutputDirectory -------------------------------------------------------
+
+std::string readDisplayName(const Field& field) {
+  std::string name = spec::readNonEmptyText(field, "a name");
+  if (name.size() > kMaxNameLength) {
+    field.fail("the name is " + std::to_string(name.size()) + " characters long; at most " +
+               std::to_string(kMaxNameLength) + " are allowed");
+  }
+  for (unsigned char c : name) {
+    if (std::isalnum(c) == 0 && c != '_' && c != '.' && c != '-') {
+      field.fail("'" + name + "' has characters other than letters, digits, '_', '.' and '-' " +
+                 "(the name becomes part of directory names)");
+    }
+  }
+  return name;
+}
+
+// A path, or Vertex's {outputUriPrefix: path}.
+std::string readOutputDir(const Field& field) {
+  if (field.node.IsMap()) {
+    FieldMap map(field, {"outputUriPrefix"}, "a map");
+    return spec::readNonEmptyText(map.require("outputUriPrefix", "the directory"),
+                                  "a directory path");
+  }
+  return spec::readNonEmptyText(field, "a directory path");
+}
+
+// ---- scheduling -----------------------------------------------------------------------------
+
+int64_t readTimeout(const Field& field) {
+  std::string text = spec::readText(field, "a duration (600, \"90s\", \"10m\", \"1h30m\")");
+  int64_t seconds = 0;
+  if (!parseDuration(text, &seconds)) {
+    field.fail("expected a duration such as 600, \"90s\", \"10m\" or \"1h30m\", got '" + text +
+               "'");
+  }
+  if (seconds <= 0) field.fail("must be more than 0 seconds (leave timeout out for no limit)");
+  if (seconds > kMaxTimeoutS) {
+    field.fail(text + " is too long: at most 30 days (" + std::to_string(kMaxTimeoutS) + "s)");
+  }
+  return seconds;
+}
+
+Scheduling readScheduling(const Field& field) {
+  FieldMap map(field, {"timeout", "restartJobOnWorkerRestart", "maxRestarts", "disableRetries"},
+               "a map");
+  Scheduling s;
+  if (auto f = map.get("timeout")) s.timeout_s = readTimeout(*f);
+  if (auto f = map.get("restartJobOnWorkerRestart")) {
+    s.restart_job_on_worker_restart = spec::readBool(*f);
+  }
+  if (auto f = map.get("maxRestarts")) {
+    s.max_restarts = static_cast<int>(spec::readInt(*f, 0, kMaxRestarts));
+  }
+  if (auto f = map.get("disableRetries")) {
+    s.disable_retries = spec::readBool(*f);
+    if (s.disable_retries && s.max_restarts > 0) {
+      f->fail("true contradicts maxRestarts: " + std::to_string(s.max_restarts) +
+              " (disableRetries means no restarts); drop one of them");
+    }
+  }
+  return s;
+}
+
+// ---- libreduce ------------------------------------------------------------------------------
+
+[[noreturn]] void failUnknownSetting(const Entry& entry) {
+  std::vector<std::string> allowed;
+  for (const settings::Setting& s : settings::all()) {
+    if (managedReason(s.id) == nullptr) allowed.emplace_back(s.name);
+  }
+  // LIBREDUCE_CHUNK_BYTES: the variable's name instead of the setting's.
+  std::string hint;
+  std::string key = lower(entry.name);
+  if (key.rfind("libreduce_", 0) == 0 && findSetting(key.substr(10)) != nullptr) {
+    hint = "give settings by their short name: '" + key.substr(10) + "'";
+  }
+  spec::failUnknown(entry, "libreduce setting", allowed, hint);
+}
+
+// The value as environment text; true/false mean 1/0 for on/off settings.
+std::string settingValue(const Field& field, const settings::Setting& s) {
+  std::string text = spec::readText(field, std::string("a value for ") + s.env);
+  bool flag = false;
+  bool on_off = s.kind == settings::Kind::kInt && std::strcmp(s.allowed, "0..1") == 0;
+  if (on_off && YAML::convert<bool>::decode(field.node, flag)) return flag ? "1" : "0";
+  return text;
+}
+
+void readLibreduce(const Field& field, JobSpec* spec) {
+  for (const Entry& entry : spec::mapEntries(field, "a map of libreduce settings (name: value)")) {
+    const settings::Setting* s = findSetting(entry.name);
+    if (s == nullptr) failUnknownSetting(entry);
+    if (const char* reason = managedReason(s->id)) {
+      throw SpecError{entry.key_mark, entry.value.path, std::string("set by reducectl: ") + reason};
+    }
+    std::string value = settingValue(entry.value, *s);
+    if (settings::checkValue(s->id, value) != rdSuccess) entry.value.fail(lastError());
+    spec->libreduce_env.emplace_back(s->env, value);
+  }
+}
+
+// ---- pools: env -----------------------------------------------------------------------------
+
+void checkEnvName(const std::string& name, const Field& at) {
+  bool valid = !name.empty() && std::isdigit(static_cast<unsigned char>(name[0])) == 0 &&
+               std::all_of(name.begin(), name.end(),
+                           [](unsigned char c) { return std::isalnum(c) != 0 || c == '_'; });
+  if (!valid) {
+    at.fail("'" + name + "' is not a variable name: use letters, digits and '_', not starting " +
+            "with a digit");
+  }
+  if (upper(name).rfind("LIBREDUCE_", 0) == 0) {
+    std::string setting = lower(name.substr(10));
+    std::string example = findSetting(setting) != nullptr ? " (" + setting + ": ...)" : "";
+    at.fail(name + " is set by reducectl from the job's libreduce settings: put libreduce " +
+            "settings under libreduce:" + example);
+  }
+  for (const char* managed : kManagedEnv) {
+    if (name == managed) {
+      at.fail(name + " is set by reducectl for each replica and cannot be given in the spec");
+    }
+  }
+}
+
+// {name: N, value: V} (Vertex's form). A missing value is the empty string.
+std::pair<std::string, Field> readEnvItem(const Field& item) {
+  FieldMap map(item, {"name", "value"}, "an env entry {name: N, value: V}");
+  Field name = map.require("name", "each env entry is {name: N, value: V}");
+  std::string text = spec::readNonEmptyText(name, "a variable name");
+  checkEnvName(text, name);
+  return {text, map.get("value").value_or(Field{YAML::Node(), name.path, name.mark})};
+}
+
+std::string envValue(const Field& value) {
+  return value.empty() ? std::string() : spec::readText(value, "a string (the value)");
+}
+
+std::vector<std::pair<std::string, std::string>> readEnv(const Field& field) {
+  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<int> lines;  // where each was given, for the repeat message
+  if (field.node.IsMap()) {
+    // mapEntries refuses repeated keys itself.
+    for (const Entry& entry : spec::mapEntries(field, "a map")) {
+      checkEnvName(entry.name, Field{entry.value.node, entry.value.path, entry.key_mark});
+      env.emplace_back(entry.name, envValue(entry.value));
+    }
+    return env;
+  }
+  for (const Field& item : spec::readList(field, "a list of {name: N, value: V} or a map N: V")) {
+    auto [name, value] = readEnvItem(item);
+    for (size_t i = 0; i < env.size(); ++i) {
+      if (env[i].first == name) {
+        item.fail(name + " is given twice in this pool (first at line " + std::to_string(lines[i]) +
+                  ")");
+      }
+    }
+    env.emplace_back(name, envValue(value));
+    lines.push_back(item.mark.line + 1);
+  }
+  return env;
+}
+
+// ---- pools ----------------------------------------------------------------------------------
+
+int readReplicaCount(const Field& field, PoolKind kind) {
+  int max = kMaxReplicas[static_cast<int>(kind)];
+  // The primary pool is read up to the workers' limit so that a count above 1 gets a message
+  // saying where those replicas belong.
+  int64_t count = spec::readInt(
+      field, 0,
+      kind == PoolKind::kPrimary ? kMaxReplicas[static_cast<int>(PoolKind::kWorkers)] : max);
+  if (count > max) {
+    field.fail(std::to_string(count) + " is out of range: the primary pool has 0 or 1 replica " +
+               "(allowed 0..1); put more in workerPoolSpecs[1], the workers");
+  }
+  return static_cast<int>(count);
+}
+
+void readCommand(const FieldMap& map, PoolKind kind, PoolSpec* pool) {
+  std::optional<Field> command = map.get("command");
+  std::optional<Field> args = map.get("args");
+  if (command) pool->command = spec::readTextList(*command);
+  std::vector<std::string> extra = args ? spec::readTextList(*args) : std::vector<std::string>();
+  if (pool->replica_count == 0) {
+    pool->command.insert(pool->command.end(), extra.begin(), extra.end());
+    return;  // a pool left out by its count: the rest is not used
+  }
+  if (!command && kind == PoolKind::kReducers) {
+    if (args) {
+      args->fail(
+          "args need a command; the built-in reduce-server takes its settings from libreduce:");
+    }
+    return;
+  }
+  if (!command) {
+    map.failMissing("command", std::string("the ") + poolName(kind) +
+                                   " pool has replicas, so it needs a command, e.g. [python3, "
+                                   "train.py]");
+  }
+  if (pool->command.empty()) {
+    command->fail("the list is empty; it needs at least the program to run");
+  }
+  if (pool->command[0].empty()) command->fail("the program (the first item) is empty");
+  pool->command.insert(pool->command.end(), extra.begin(), extra.end());
+}
+
+PoolSpec readPool(const Field& field, PoolKind kind) {
+  PoolSpec pool;
+  pool.line = field.mark.line + 1;
+  FieldMap map(field, {"replicaCount", "command", "args", "env", "workingDir", "resources"},
+               "a worker pool map", kPoolHints);
+  if (map.emptyMap()) return pool;  // {}: the pool is left out
+  pool.replica_count = readReplicaCount(map.require("replicaCount", "0 leaves the pool out"), kind);
+  readCommand(map, kind, &pool);
+  if (auto f = map.get("env")) pool.env = readEnv(*f);
+  if (auto f = map.get("workingDir")) {
+    pool.working_dir = spec::readNonEmptyText(*f, "a directory path");
+  }
+  if (auto f = map.get("resources")) {
+    FieldMap resources(*f, {"nicGbps"}, "a map");
+    if (auto nic = resources.get("nicGbps")) {
+      pool.nic_gbps = spec::readDouble(*nic);
+      if (pool.nic_gbps <= 0) nic->fail("must be more than 0 (each replica's NIC in Gbit/s)");
+    }
+  }
+  return pool;
+}
+
+void readPools(const FieldMap& top, JobSpec* spec) {
+  const std::string expected =
+      "a list of 1 to 4 worker pools ([0] primary, [1] workers, [2] reducers, [3] evaluators)";
+  Field field = top.require("workerPoolSpecs", "give " + expected);
+  std::vector<Field> items = spec::readList(field, expected);
+  if (items.empty()) {
+    field.fail("expected " + expected + ", got " + (field.empty() ? "no value" : "an empty list"));
+  }
+  if (items.size() > kPoolCount) {
+    items[kPoolCount].fail(
+        "there are at most 4 pools: [0] primary, [1] workers, [2] reducers, "
+        "[3] evaluators");
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    spec->pools[i] = readPool(items[i], static_cast<PoolKind>(i));
+  }
+  if (spec->pool(PoolKind::kPrimary).replica_count + spec->pool(PoolKind::kWorkers).replica_count ==
+      0) {
+    field.fail(
+        "the job has no ranks: the primary ([0]) and worker ([1]) pools together need at "
+        "least 1 replica");
+  }
+}
+
+// ---- the document ---------------------------------------------------------------------------
+
+void readSpec(const YAML::Node& root, JobSpec* spec) {
+  Field top{root, "", root.Mark()};
+  FieldMap map(top,
+               {"displayName", "baseOutputDirectory", "scheduling", "libreduce", "workerPoolSpecs"},
+               "the job spec to be a map", kTopHints);
+  spec->name = readDisplayName(map.require("displayName", "name the job ([A-Za-z0-9_.-])"));
+  if (auto f = map.get("baseOutputDirectory")) spec->base_output_dir = readOutputDir(*f);
+  readPools(map, spec);
+  if (auto f = map.get("scheduling")) spec->scheduling = readScheduling(*f);
+  if (auto f = map.get("libreduce")) readLibreduce(*f, spec);
+}
+
+std::string formatError(const std::string& source, const YAML::Mark& mark, const std::string& path,
+                        const std::string& message) {
+  int line = mark.is_null() ? 1 : mark.line + 1;
+  int column = mark.is_null() ? 1 : mark.column + 1;
+  std::string where = source + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
+  return where + (path.empty() ? "" : path + ": ") + message;
+}
+
+// The one document of the spec; empty files and extra documents are errors.
+YAML::Node loadDocument(const std::string& text) {
+  std::vector<YAML::Node> docs = YAML::LoadAll(text);
+  if (docs.empty() || docs[0].IsNull()) {
+    throw SpecError{YAML::Mark(), "",
+                    "the spec is empty; expected a map with displayName and workerPoolSpecs"};
+  }
+  for (size_t i = 1; i < docs.size(); ++i) {
+    if (!docs[i].IsNull()) {
+      throw SpecError{docs[i].Mark(), "",
+                      "a second YAML document starts here; a spec is one document (drop the "
+                      "'---')"};
+    }
+  }
+  return docs[0];
+}
+
+}  // namespace
+
+const char* poolName(PoolKind kind) {
+  switch (kind) {
+    case PoolKind::kPrimary: return "primary";
+    case PoolKind::kWorkers: return "worker";
+    case PoolKind::kReducers: return "reducer";
+    case PoolKind::kEvaluators: return "evaluator";
+  }
+  return "unknown";
+}
+
+bool parseDuration(const std::string& text, int64_t* seconds) {
+  static constexpr std::pair<char, int64_t> kUnits[] = {{'h', 3600}, {'m', 60}, {'s', 1}};
+  if (text.empty()) return false;
+  const char* p = text.data();
+  const char* end = p + text.size();
+  int64_t total = 0;
+  size_t next_unit = 0;  // units go largest first, each at most once: "1h30m", not "30m1h"
+  while (p != end) {
+    int64_t n = 0;
+    auto [after, ec] = std::from_chars(p, end, n);
+    if (ec != std::errc() || n < 0 || *p == '-') return false;
+    p = after;
+    int64_t scale = 0;
+    if (p == end && total == 0 && next_unit == 0) {
+      scale = 1;  // a bare number is seconds
+    } else {
+      while (next_unit < std::size(kUnits) && p != end && kUnits[next_unit].first != *p)
+        ++next_unit;
+      if (p == end || next_unit == std::size(kUnits)) return false;
+      scale = kUnits[next_unit++].second;
+      ++p;
+    }
+    int64_t part = 0;
+    if (__builtin_mul_overflow(n, scale, &part) || __builtin_add_overflow(total, part, &total)) {
+      return false;
+    }
+  }
+  *seconds = total;
+  return true;
+}
+
+bool parseJobSpec(const std::string& text, const std::string& source, JobSpec* spec,
+                  std::string* error) {
+  JobSpec parsed;
+  try {
+    readSpec(loadDocument(text), &parsed);
+  } catch (const SpecError& e) {
+    *error = formatError(source, e.mark, e.path, e.message);
+    return false;
+  } catch (const YAML::ParserException& e) {
+    *error = formatError(source, e.mark, "", "YAML syntax error: " + e.msg);
+    return false;
+  } catch (const YAML::Exception& e) {  // not expected: the readers check before converting
+    *error = formatError(source, e.mark, "", "cannot read the spec: " + e.msg);
+    return false;
+  }
+  *spec = std::move(parsed);
+  return true;
+}
+
+bool loadJobSpec(const std::string& path, JobSpec* spec, std::string* error) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    *error = path + ": cannot open the job spec: " + std::strerror(errno);
+    return false;
+  }
+  std::string text;
+  char buf[65536];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, file)) > 0) text.append(buf, n);
+  int read_errno = std::ferror(file) != 0 ? errno : 0;
+  std::fclose(file);
+  if (read_errno != 0) {
+    *error = path + ": cannot read the job spec: " + std::strerror(read_errno);
+    return false;
+  }
+  return parseJobSpec(text, path, spec, error);
+}
+
+}  // namespace rd::orch

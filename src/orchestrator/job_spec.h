@@ -1,0 +1,70 @@
+// The reducectl job spec: worker pools modelled on Vertex AI's workerPoolSpecs (pool 0 primary,
+// 1 workers, 2 reducers, 3 evaluators), job-level scheduling and libreduce settings. Parsed from
+// YAML (JSON is accepted: it is YAML too) and validated in full before anything starts; every
+// error names the field, its line and what is allowed.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rd::orch {
+
+/** The four pools, by their index in workerPoolSpecs. */
+enum class PoolKind : int { kPrimary = 0, kWorkers = 1, kReducers = 2, kEvaluators = 3 };
+inline constexpr int kPoolCount = 4;
+
+/** "primary", "worker", "reducer", "evaluator": the name replicas are shown and logged under. */
+const char* poolName(PoolKind kind);
+
+struct PoolSpec {
+  int replica_count = 0;  // 0: the pool is absent ({} or not listed)
+  // Program and arguments (command then args, both lists). Empty for the reducer pool: the
+  // built-in reduce-server. Other pools with replicas need a command.
+  std::vector<std::string> command;
+  std::vector<std::pair<std::string, std::string>> env;  // in spec order
+  std::string working_dir;                               // empty: reducectl's working directory
+  double nic_gbps = 0;  // resources.nicGbps: each replica's NIC; 0 = not given
+  int line = 0;         // 1-based line of the pool in the spec, for messages
+};
+
+struct Scheduling {
+  int64_t timeout_s = 0;  // whole job, from start to end; 0 = no limit
+  // true: a failed replica restarts the whole job (every pool, fresh communicator); false: only
+  // the failed replica is restarted.
+  bool restart_job_on_worker_restart = false;
+  int max_restarts = 0;  // restarts allowed in the job's life; 0 with disable_retries
+  bool disable_retries = false;
+};
+
+struct JobSpec {
+  std::string name;             // displayName; [A-Za-z0-9_.-], 1..128 characters
+  std::string base_output_dir;  // baseOutputDirectory; empty: ./reducectl-jobs
+  std::array<PoolSpec, kPoolCount> pools;
+  Scheduling scheduling;
+  // libreduce settings as environment assignments (LIBREDUCE_CHUNK_BYTES=1M), each checked
+  // against the settings table. The ones reducectl sets itself (reducers, secret, rank, ...) are
+  // refused.
+  std::vector<std::pair<std::string, std::string>> libreduce_env;
+
+  const PoolSpec& pool(PoolKind kind) const { return pools[static_cast<int>(kind)]; }
+  PoolSpec& pool(PoolKind kind) { return pools[static_cast<int>(kind)]; }
+};
+
+/**
+ * Parses and validates @p text. @p source names it in messages ("job.yaml"). On failure returns
+ * false and sets @p error to "SOURCE:LINE:COLUMN: FIELD.PATH: what is wrong; what is allowed"
+ * (unknown fields come with a did-you-mean when one is close).
+ */
+bool parseJobSpec(const std::string& text, const std::string& source, JobSpec* spec,
+                  std::string* error);
+
+/** Reads the file at @p path and parses it; a file that cannot be read is an error too. */
+bool loadJobSpec(const std::string& path, JobSpec* spec, std::string* error);
+
+/** Parses a duration: "90", "90s", "10m", "1h30m", "7200s" (Vertex's form); false if malformed. */
+bool parseDuration(const std::string& text, int64_t* seconds);
+
+}  // namespace rd::orch

@@ -1,0 +1,659 @@
+#include "orchestrator/local_backend.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "orchestrator/job_display.h"
+#include "orchestrator/job_files.h"
+#include "orchestrator/job_record.h"
+#include "orchestrator/network_emulation.h"
+#include "orchestrator/orphan_guard.h"
+#include "orchestrator/replica_env.h"
+#include "orchestrator/replica_output.h"
+#include "orchestrator/replica_process.h"
+
+namespace rd::orch {
+
+namespace {
+
+// The loop sleeps in poll() until output, a signal, or the next thing to check: ready files are
+// polled while provisioning; otherwise the next deadline, or the status line's clock.
+constexpr int kReadyPollMs = 100;
+constexpr int kIdlePollMs = 1000;
+constexpr int kEmulatedPort = 29500;  // torchrun's default MASTER_PORT
+
+// Where the job is in its life. Finishing: the result is known (success), the other replicas get
+// a grace period to end by themselves. Stopping: every replica got SIGTERM and gets SIGKILL at
+// the deadline; then the job ends, or starts its next attempt.
+enum class Phase { kProvisioning, kRunning, kFinishing, kStopping, kDone };
+
+std::string readyAddress(const std::string& ready_file) {
+  std::ifstream in(ready_file);
+  std::string line;
+  // Only a whole line counts: a reducer may still be writing it (reduce-server renames its file
+  // into place; a custom reducer might not).
+  if (!std::getline(in, line) || in.eof()) return {};
+  size_t at = line.find("address=");
+  if (at == std::string::npos) return {};
+  std::string rest = line.substr(at + 8);
+  return rest.substr(0, rest.find_first_of(" \t"));
+}
+
+class LocalJob {
+ public:
+  LocalJob(const JobSpec& spec, const RunOptions& options)
+      : spec_(spec), options_(options), display_(options.quiet) {}
+
+  JobResult run();
+
+ private:
+  bool prepare(std::string* error);
+  void startAttempt();
+  const EmulatedHost* hostOf(const Replica& r) const;
+  bool launch(Replica& r);
+  void startOthers();
+  void loop();
+  int pollTimeoutMs() const;
+  void pollOnce(int timeout_ms);
+  void onSignal(int sig);
+  void reapChildren();
+  void onExit(Replica& r, int status);
+  void failOrRestart(Replica& r, const std::string& cause);
+  void pruneLingering();
+  void restoreSignals();
+  void drain(Replica& r, bool is_stderr, bool final);
+  void checkProvisioning();
+  void checkDeadlines();
+  void succeed(const std::string& why);
+  void fail(const std::string& cause);
+  void beginStop(JobState final_state, const std::string& cause, bool restart);
+  void enterPhase(Phase phase, JobState state);
+  bool anyRunning(bool everyone) const;
+  void updateStatus();
+  void cleanup();
+
+  const JobSpec& spec_;
+  RunOptions options_;
+  JobDisplay display_;
+  OrphanGuard guard_;
+  EmulatedNetwork net_;
+  JobLayout layout_;
+  std::string secret_dir_;
+  std::string log_dir_;
+  int signal_fd_ = -1;
+  sigset_t old_mask_{};
+
+  std::vector<Replica> replicas_;
+  std::vector<pid_t> lingering_;  // groups of stopped replicas whose leader already ended
+  Phase phase_ = Phase::kProvisioning;
+  JobState state_ = JobState::kQueued;
+  JobState final_state_ = JobState::kFailed;
+  std::string cause_;
+  bool restart_after_stop_ = false;
+  int restarts_used_ = 0;
+  int cancel_signal_ = 0;
+  Clock::time_point started_;
+  Clock::time_point job_deadline_ = Clock::time_point::max();
+  Clock::time_point phase_deadline_ = Clock::time_point::max();
+  std::string started_wall_;
+};
+
+JobResult LocalJob::run() {
+  JobResult result;
+  std::string error;
+  started_ = Clock::now();
+  started_wall_ = wallClockNow();
+  if (!prepare(&error)) {
+    display_.note("error: " + error);
+    cleanup();
+    restoreSignals();
+    result.state = JobState::kFailed;
+    result.cause = error;
+    return result;
+  }
+  display_.note("job " + layout_.job_id + " " + jobStateName(JobState::kQueued) + "; logs in " +
+                log_dir_);
+  if (spec_.scheduling.timeout_s > 0) {
+    job_deadline_ = started_ + std::chrono::seconds(spec_.scheduling.timeout_s);
+  }
+  startAttempt();
+  loop();
+  cleanup();
+  result.state = state_;
+  result.cause = cause_;
+  result.output_dir = layout_.output_dir;
+  if (state_ == JobState::kSucceeded) {
+    result.exit_code = 0;
+  } else if (state_ == JobState::kCancelled) {
+    result.exit_code = 128 + cancel_signal_;
+  }
+  double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+  JobRecord record{spec_, layout_, state_, cause_, started_wall_, seconds, restarts_used_};
+  writeFileAtomically(layout_.output_dir + "/reducectl/job.json", jobRecordJson(record, replicas_));
+  display_.finish();
+  std::fputs(jobSummary(record, replicas_, log_dir_).c_str(), stderr);
+  restoreSignals();
+  return result;
+}
+
+bool LocalJob::prepare(std::string* error) {
+  layout_.job_id = options_.job_id.empty() ? makeJobId(spec_.name) : options_.job_id;
+  std::string base = spec_.base_output_dir.empty() ? "reducectl-jobs" : spec_.base_output_dir;
+  layout_.output_dir = absolutePath(base) + "/" + layout_.job_id;
+  log_dir_ = layout_.output_dir + "/reducectl";
+  for (const char* sub : {"/reducectl", "/model", "/checkpoints", "/logs"}) {
+    if (!makeDirectories(layout_.output_dir + sub, error)) return false;
+  }
+  if (!guard_.start(error)) return false;
+  if (!makeSecret(&secret_dir_, &layout_.secret_file, error)) return false;
+  guard_.removeOnDeath(secret_dir_);
+  if (options_.emulate_network) {
+    if (!createEmulatedNetwork(spec_, options_.netns_tool, &net_, error)) return false;
+    guard_.runOnDeath(net_.destroy_command);
+    display_.note("emulated network: each replica in its own namespace (" + net_.prefix + "-*)");
+  }
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
+  sigprocmask(SIG_BLOCK, &mask, &old_mask_);
+  signal_fd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signal_fd_ < 0) {
+    *error = std::string("signalfd: ") + std::strerror(errno);
+    return false;
+  }
+  // Only now: the writer thread inherits the blocked mask, so the signals wait for the signalfd
+  // instead of being delivered to it.
+  display_.start();
+  return true;
+}
+
+// Every replica of every pool for this attempt; the reducers start now, the rest once every
+// reducer is ready.
+void LocalJob::startAttempt() {
+  std::vector<Replica> previous = std::move(replicas_);
+  replicas_.clear();
+  for (int p = 0; p < kPoolCount; ++p) {
+    const PoolSpec& pool = spec_.pools[p];
+    layout_.addresses[p].assign(pool.replica_count, "");
+    for (int i = 0; i < pool.replica_count; ++i) {
+      Replica r;
+      r.id.pool = static_cast<PoolKind>(p);
+      r.id.index = i;
+      r.name = std::string(poolName(r.id.pool)) + "-" + std::to_string(i);
+      for (const auto& old : previous) {
+        if (old.name == r.name) r.log_fd = old.log_fd;  // logs continue across attempts
+      }
+      replicas_.push_back(std::move(r));
+    }
+  }
+  enterPhase(Phase::kProvisioning, JobState::kProvisioning);
+  phase_deadline_ = Clock::now() + std::chrono::seconds(options_.ready_timeout_s);
+  for (auto& r : replicas_) {
+    if (r.id.pool != PoolKind::kReducers) continue;
+    r.ready_file = secret_dir_ + "/" + r.name + ".ready";
+    unlink(r.ready_file.c_str());
+    if (!launch(r)) return;
+  }
+  checkProvisioning();
+}
+
+const EmulatedHost* LocalJob::hostOf(const Replica& r) const {
+  if (!options_.emulate_network) return nullptr;
+  if (r.id.pool == PoolKind::kReducers) return &net_.reducers.at(r.id.index);
+  // The ranks' namespaces hold the primary, then the workers, then the evaluators.
+  size_t slot = r.id.index;
+  if (r.id.pool != PoolKind::kPrimary) slot += spec_.pool(PoolKind::kPrimary).replica_count;
+  if (r.id.pool == PoolKind::kEvaluators) slot += spec_.pool(PoolKind::kWorkers).replica_count;
+  return &net_.ranks.at(slot);
+}
+
+bool LocalJob::launch(Replica& r) {
+  const PoolSpec& pool = spec_.pool(r.id.pool);
+  const EmulatedHost* host = hostOf(r);
+  LaunchRequest req;
+  if (r.id.pool == PoolKind::kReducers && pool.command.empty()) {
+    std::string listen = (host != nullptr ? host->address : "127.0.0.1") + ":0";
+    req.argv = {options_.reduce_server, "--listen",         listen, "--ready-file", r.ready_file,
+                "--secret-file",        layout_.secret_file};
+  } else {
+    req.argv = pool.command;
+  }
+  if (host != nullptr) req.argv.insert(req.argv.begin(), {"ip", "netns", "exec", host->netns});
+  req.working_dir = pool.working_dir;
+  req.env = inheritedEnvironment(environ);
+  for (const auto& kv : pool.env) req.env.push_back(kv);
+  for (auto& kv : replicaEnvironment(spec_, layout_, r.id)) req.env.push_back(std::move(kv));
+  if (r.id.pool == PoolKind::kReducers) req.env.emplace_back("LIBREDUCE_READY_FILE", r.ready_file);
+  if (r.log_fd < 0) {
+    std::string path = log_dir_ + "/" + r.name + ".log";
+    r.log_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  }
+  if (layout_.attempt > 0 || r.id.restarts > 0) {
+    std::string mark = "--- reducectl: attempt " + std::to_string(layout_.attempt + 1) +
+                       ", restart " + std::to_string(r.id.restarts) + " of this replica ---\n";
+    if (r.log_fd >= 0 && write(r.log_fd, mark.data(), mark.size()) < 0) {
+      // the log is best effort; the terminal still shows the output
+    }
+  }
+  std::string error;
+  if (!launchProcess(req, &r.proc, &error)) {
+    r.ended = true;
+    r.result = "not started: " + error;
+    fail(r.name + ": " + error);
+    return false;
+  }
+  guard_.watch(r.proc.pid);
+  r.last_err.clear();
+  r.running = true;
+  r.ended = false;
+  r.signalled = false;
+  r.started = Clock::now();
+  return true;
+}
+
+void LocalJob::startOthers() {
+  std::set<int> ports_given;  // each probe socket is closed at once: remember what was handed out
+  for (auto& r : replicas_) {
+    if (r.id.pool == PoolKind::kReducers) continue;
+    bool rank0 =
+        r.id.pool == PoolKind::kPrimary || (r.id.pool == PoolKind::kWorkers && r.id.index == 0 &&
+                                            spec_.pool(PoolKind::kPrimary).replica_count == 0);
+    const EmulatedHost* host = hostOf(r);
+    if (host != nullptr) {  // a namespace of its own: every port is free there
+      layout_.addresses[static_cast<int>(r.id.pool)][r.id.index] =
+          host->address + ":" + std::to_string(kEmulatedPort);
+      continue;
+    }
+    int port = reserveLocalPort(rank0, &ports_given);
+    if (port == 0) {
+      fail("no free TCP port on 127.0.0.1 for " + r.name);
+      return;
+    }
+    layout_.addresses[static_cast<int>(r.id.pool)][r.id.index] =
+        "127.0.0.1:" + std::to_string(port);
+  }
+  enterPhase(Phase::kRunning, JobState::kRunning);
+  phase_deadline_ = Clock::time_point::max();
+  for (auto& r : replicas_) {
+    if (r.id.pool != PoolKind::kReducers && !launch(r)) return;
+  }
+}
+
+void LocalJob::enterPhase(Phase phase, JobState state) {
+  phase_ = phase;
+  if (state != state_) {
+    state_ = state;
+    display_.note("job " + layout_.job_id + " " + jobStateName(state));
+  }
+  updateStatus();
+}
+
+void LocalJob::loop() {
+  while (phase_ != Phase::kDone) {
+    pollOnce(pollTimeoutMs());
+    if (phase_ == Phase::kProvisioning) checkProvisioning();
+    checkDeadlines();
+    updateStatus();
+  }
+}
+
+int LocalJob::pollTimeoutMs() const {
+  if (phase_ == Phase::kProvisioning) return kReadyPollMs;
+  auto next = std::min(job_deadline_, phase_deadline_);
+  auto now = Clock::now();
+  if (next <= now) return 0;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1;
+  return static_cast<int>(std::min<int64_t>(ms, kIdlePollMs));
+}
+
+void LocalJob::pollOnce(int timeout_ms) {
+  std::vector<pollfd> fds{{signal_fd_, POLLIN, 0}};
+  std::vector<std::pair<Replica*, bool>> owners{{nullptr, false}};
+  for (auto& r : replicas_) {
+    if (r.proc.stdout_fd >= 0) {
+      fds.push_back({r.proc.stdout_fd, POLLIN, 0});
+      owners.emplace_back(&r, false);
+    }
+    if (r.proc.stderr_fd >= 0) {
+      fds.push_back({r.proc.stderr_fd, POLLIN, 0});
+      owners.emplace_back(&r, true);
+    }
+  }
+  int n = poll(fds.data(), fds.size(), timeout_ms);
+  if (n <= 0) return;
+  for (size_t i = 1; i < fds.size(); ++i) {
+    if (fds[i].revents != 0) drain(*owners[i].first, owners[i].second, false);
+  }
+  if (fds[0].revents != 0) {
+    signalfd_siginfo info{};
+    while (read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      onSignal(static_cast<int>(info.ssi_signo));
+    }
+  }
+}
+
+void LocalJob::onSignal(int sig) {
+  if (sig == SIGCHLD) {
+    reapChildren();
+    return;
+  }
+  if (cancel_signal_ != 0) {
+    // A second Ctrl-C: stop waiting for graceful exits.
+    display_.note(std::string("SIG") + sigabbrev_np(sig) + " again: killing every replica now");
+    for (auto& r : replicas_) {
+      if (r.running) signalGroup(r.proc.pid, SIGKILL);
+    }
+    return;
+  }
+  cancel_signal_ = sig;
+  if (phase_ == Phase::kStopping && !restart_after_stop_) return;  // already ending
+  if (phase_ == Phase::kFinishing) {  // the job has succeeded: only stop the rest sooner
+    beginStop(JobState::kSucceeded, "", false);
+    return;
+  }
+  beginStop(JobState::kCancelled, std::string("cancelled by SIG") + sigabbrev_np(sig), false);
+}
+
+void LocalJob::reapChildren() {
+  for (;;) {
+    // Peek first: while the exited process is a zombie, its pid (its group's id) cannot be
+    // reused, so its group can be signalled safely before it is reaped.
+    siginfo_t info{};
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+    pid_t pid = info.si_pid;
+    Replica* replica = nullptr;
+    for (auto& r : replicas_) {
+      if (r.running && r.proc.pid == pid) replica = &r;
+    }
+    if (replica != nullptr && !replica->signalled) {
+      signalGroup(pid, SIGKILL);  // whatever the replica started dies with it
+    } else if (replica != nullptr) {
+      // Being stopped: what it started keeps the stop's grace (a wrapper script that does not
+      // exec ends first); killed at the stop deadline at the latest.
+      lingering_.push_back(pid);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (pid == guard_.pid()) {
+      guard_.lost();
+      display_.note("warning: the orphan guard process ended unexpectedly");
+      continue;
+    }
+    if (replica == nullptr) continue;  // a process a replica left behind, reparented to us
+    if (!replica->signalled) guard_.forget(pid);
+    onExit(*replica, status);
+  }
+}
+
+// Groups whose leader ended while being stopped, still holding processes: alive ones stay.
+void LocalJob::pruneLingering() {
+  std::vector<pid_t> alive;
+  for (pid_t pgid : lingering_) {
+    if (signalGroup(pgid, 0)) {
+      alive.push_back(pgid);
+    } else {
+      guard_.forget(pgid);
+    }
+  }
+  lingering_ = std::move(alive);
+}
+
+void LocalJob::onExit(Replica& r, int status) {
+  drain(r, false, true);
+  drain(r, true, true);
+  r.running = false;
+  r.ended = true;
+  r.status = status;
+  r.exit_code = exitCodeOf(status);
+  r.result = describeWaitStatus(status);
+  if (r.signalled) {
+    r.result += " (stopped by reducectl)";
+    return;
+  }
+  bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (ok) r.result += " (finished)";
+  if (!ok && !r.last_err.empty()) r.result += ": " + r.last_err.back();
+  if (phase_ == Phase::kStopping || phase_ == Phase::kDone || phase_ == Phase::kFinishing) return;
+  bool is_reducer = r.id.pool == PoolKind::kReducers;
+  if (phase_ == Phase::kProvisioning && is_reducer) {
+    failOrRestart(r, r.name + " exited before it was ready (" + r.result + ")");
+    return;
+  }
+  if (ok && !is_reducer) {
+    bool has_primary = spec_.pool(PoolKind::kPrimary).replica_count > 0;
+    if (r.id.pool == PoolKind::kPrimary) {
+      succeed("the primary finished");
+    } else if (!has_primary && r.id.pool == PoolKind::kWorkers) {
+      bool all = true;
+      for (const auto& w : replicas_) {
+        if (w.id.pool == PoolKind::kWorkers && !(w.ended && w.exit_code == 0)) all = false;
+      }
+      if (all) succeed("every worker finished");
+    }
+    return;
+  }
+  std::string cause = r.name + " " + (is_reducer && ok ? "exited during the job" : "failed") +
+                      " (" + describeWaitStatus(status) + ")";
+  if (!r.last_err.empty() && !ok) cause += ": " + r.last_err.back();
+  failOrRestart(r, cause);
+}
+
+void LocalJob::failOrRestart(Replica& r, const std::string& cause) {
+  bool is_reducer = r.id.pool == PoolKind::kReducers;
+  const Scheduling& s = spec_.scheduling;
+  bool can_restart = !s.disable_retries && restarts_used_ < s.max_restarts;
+  if (!can_restart) {
+    fail(cause);
+    return;
+  }
+  ++restarts_used_;
+  // A reducer's address changes when it restarts, which the workers cannot follow: the whole job
+  // starts again, as with restartJobOnWorkerRestart.
+  if (s.restart_job_on_worker_restart || is_reducer) {
+    display_.note(cause + "; restarting the job (restart " + std::to_string(restarts_used_) +
+                  " of " + std::to_string(s.max_restarts) + ")");
+    beginStop(JobState::kRunning, cause, true);
+    return;
+  }
+  display_.note(cause + "; restarting " + r.name + " (restart " + std::to_string(restarts_used_) +
+                " of " + std::to_string(s.max_restarts) + ")");
+  ++r.id.restarts;
+  launch(r);
+}
+
+void LocalJob::drain(Replica& r, bool is_stderr, bool final) {
+  drainReplicaOutput(r, is_stderr, final, display_);
+}
+
+void LocalJob::checkProvisioning() {
+  if (phase_ != Phase::kProvisioning) return;
+  for (auto& r : replicas_) {
+    if (r.id.pool != PoolKind::kReducers || r.ready) continue;
+    std::string address = readyAddress(r.ready_file);
+    if (address.empty()) return;  // not yet: deadlines are checked by the loop
+    r.ready = true;
+    r.address = address;
+    layout_.addresses[static_cast<int>(PoolKind::kReducers)][r.id.index] = address;
+  }
+  int reducers = spec_.pool(PoolKind::kReducers).replica_count;
+  if (reducers > 0) display_.note(std::to_string(reducers) + " reducer(s) ready");
+  startOthers();
+}
+
+void LocalJob::checkDeadlines() {
+  pruneLingering();
+  auto now = Clock::now();
+  if (now >= job_deadline_ && phase_ != Phase::kStopping && phase_ != Phase::kFinishing &&
+      phase_ != Phase::kDone) {
+    job_deadline_ = Clock::time_point::max();
+    fail("timed out after " + formatDuration(spec_.scheduling.timeout_s));
+    return;
+  }
+  if (now < phase_deadline_) {
+    if (phase_ == Phase::kStopping && !anyRunning(true)) phase_deadline_ = now;
+    if (phase_ == Phase::kFinishing && !anyRunning(false)) phase_deadline_ = now;
+    if (now < phase_deadline_) return;
+  }
+  switch (phase_) {
+    case Phase::kProvisioning:
+      for (const auto& r : replicas_) {
+        if (r.id.pool == PoolKind::kReducers && !r.ready) {
+          fail(r.name + " not ready after " + std::to_string(options_.ready_timeout_s) + " s");
+          return;
+        }
+      }
+      break;
+    case Phase::kFinishing: beginStop(JobState::kSucceeded, "", false); break;
+    case Phase::kStopping:
+      if (anyRunning(true)) {
+        for (auto& r : replicas_) {
+          if (r.running) signalGroup(r.proc.pid, SIGKILL);
+        }
+        for (pid_t pgid : lingering_) signalGroup(pgid, SIGKILL);
+        phase_deadline_ = Clock::time_point::max();  // SIGCHLD brings us back
+        return;
+      }
+      if (restart_after_stop_ && now >= job_deadline_) {
+        restart_after_stop_ = false;  // no time left for another attempt
+        final_state_ = JobState::kFailed;
+        cause_ =
+            "timed out after " + formatDuration(spec_.scheduling.timeout_s) + " (while restarting)";
+        display_.note(cause_);
+        phase_deadline_ = now;
+      } else if (restart_after_stop_) {
+        restart_after_stop_ = false;
+        ++layout_.attempt;
+        startAttempt();
+      } else {
+        state_ = final_state_;
+        phase_ = Phase::kDone;
+      }
+      break;
+    default: break;
+  }
+}
+
+void LocalJob::succeed(const std::string& why) {
+  display_.note(why + "; the job succeeded, stopping the rest");
+  final_state_ = JobState::kSucceeded;
+  phase_ = Phase::kFinishing;
+  phase_deadline_ = Clock::now() + std::chrono::seconds(options_.finish_grace_s);
+}
+
+void LocalJob::fail(const std::string& cause) {
+  if (phase_ == Phase::kStopping && !restart_after_stop_) return;
+  beginStop(JobState::kFailed, cause, false);
+}
+
+void LocalJob::beginStop(JobState final_state, const std::string& cause, bool restart) {
+  restart_after_stop_ = restart;
+  if (!restart) {
+    final_state_ = final_state;
+    cause_ = cause;
+    if (!cause.empty()) display_.note(cause);
+  }
+  phase_ = Phase::kStopping;
+  for (auto& r : replicas_) {
+    if (!r.running) continue;
+    r.signalled = true;
+    signalGroup(r.proc.pid, SIGTERM);
+  }
+  phase_deadline_ = Clock::now() + std::chrono::seconds(options_.stop_grace_s);
+}
+
+// With @p everyone false: only the ranks (primary, workers), whose end the finishing phase waits
+// for; evaluators and reducers are stopped once the ranks are done.
+bool LocalJob::anyRunning(bool everyone) const {
+  if (everyone && !lingering_.empty()) return true;
+  for (const auto& r : replicas_) {
+    bool rank = r.id.pool == PoolKind::kPrimary || r.id.pool == PoolKind::kWorkers;
+    if (r.running && (everyone || rank)) return true;
+  }
+  return false;
+}
+
+void LocalJob::updateStatus() {
+  double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+  display_.setStatus(statusLine(phase_ == Phase::kStopping ? "STOPPING" : jobStateName(state_),
+                                seconds, replicas_, restarts_used_, spec_.scheduling.max_restarts));
+}
+
+void LocalJob::cleanup() {
+  for (auto& r : replicas_) {
+    if (r.running) signalGroup(r.proc.pid, SIGKILL);
+  }
+  for (pid_t pgid : lingering_) signalGroup(pgid, SIGKILL);
+  for (auto& r : replicas_) {
+    if (!r.running) continue;
+    int status = 0;
+    while (waitpid(r.proc.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    onExit(r, status);
+  }
+  // Processes that left their replica's group (setsid, daemons) were reparented to us.
+  killStrayChildren(guard_.pid());
+  for (pid_t pgid : lingering_) guard_.forget(pgid);
+  lingering_.clear();
+  for (auto& r : replicas_) {
+    if (r.log_fd >= 0) close(r.log_fd);
+    r.log_fd = -1;
+  }
+  std::string net_error;
+  if (!destroyEmulatedNetwork(net_, &net_error)) {
+    display_.note("warning: removing the emulated network: " + net_error);
+  }
+  guard_.finish();
+  if (!secret_dir_.empty()) {
+    unlink(layout_.secret_file.c_str());
+    for (const auto& r : replicas_) {
+      if (!r.ready_file.empty()) unlink(r.ready_file.c_str());
+    }
+    rmdir(secret_dir_.c_str());
+  }
+}
+
+void LocalJob::restoreSignals() {
+  if (signal_fd_ >= 0) {
+    // Consume what is pending (a late SIGCHLD, a Ctrl-C during the cleanup): unblocked, it would
+    // end reducectl before its summary.
+    signalfd_siginfo info{};
+    while (read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+    }
+    close(signal_fd_);
+    signal_fd_ = -1;
+    sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+}
+
+}  // namespace
+
+const char* jobStateName(JobState state) {
+  switch (state) {
+    case JobState::kQueued: return "QUEUED";
+    case JobState::kProvisioning: return "PROVISIONING";
+    case JobState::kRunning: return "RUNNING";
+    case JobState::kSucceeded: return "SUCCEEDED";
+    case JobState::kFailed: return "FAILED";
+    case JobState::kCancelled: return "CANCELLED";
+  }
+  return "?";
+}
+
+JobResult runLocalJob(const JobSpec& spec, const RunOptions& options) {
+  LocalJob job(spec, options);
+  return job.run();
+}
+
+}  // namespace rd::orch

@@ -1,0 +1,46 @@
+// The local backend: runs a job's replicas as processes on this machine and drives the job's
+// life: reducers first (until every one reports ready), then the primary, workers and evaluators;
+// success, failure, restarts (one replica, or the whole job), timeout and cancellation; logs; and
+// no process left behind.
+#pragma once
+
+#include <string>
+
+#include "orchestrator/job_spec.h"
+
+namespace rd::orch {
+
+/** Vertex AI's job states, in order of a job's life. */
+enum class JobState { kQueued, kProvisioning, kRunning, kSucceeded, kFailed, kCancelled };
+
+/** "QUEUED", "PROVISIONING", ... */
+const char* jobStateName(JobState state);
+
+struct RunOptions {
+  std::string reduce_server;  // the built-in reducer's program
+  std::string job_id;         // empty: NAME-YYYYMMDD-HHMMSS-XXXX
+  int ready_timeout_s = 30;   // a reducer not ready by then fails the job
+  int stop_grace_s = 10;      // SIGTERM, then this long, then SIGKILL
+  int finish_grace_s = 10;    // after the primary succeeds, how long the others get to end
+  bool quiet = false;         // replicas' output only to their logs, not to the terminal
+  // Each replica in its own network namespace behind a link capped at its pool's nicGbps
+  // (root; network_emulation.h), built with the harness tool at netns_tool.
+  bool emulate_network = false;
+  std::string netns_tool;
+};
+
+struct JobResult {
+  JobState state = JobState::kQueued;
+  std::string cause;       // why it failed or was cancelled; empty on success
+  std::string output_dir;  // the job's directory (logs under reducectl/)
+  int exit_code = 1;       // reducectl's: 0 succeeded, 1 failed, 128 + signal when cancelled
+};
+
+/**
+ * Runs @p spec to its end and returns how it ended. Blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD
+ * while it runs (they are read from a signalfd: a first SIGINT/SIGTERM cancels the job, a second
+ * one kills the replicas at once).
+ */
+JobResult runLocalJob(const JobSpec& spec, const RunOptions& options);
+
+}  // namespace rd::orch

@@ -1,0 +1,352 @@
+// reducectl: runs libreduce jobs described by a job spec.
+//
+//   reducectl run SPEC [--quiet] [--job-id ID] [--reduce-server PATH] [--ready-timeout SEC]
+//                      [--stop-grace SEC] [--emulate-network] [--netns-tool PATH]
+//   reducectl launch [--workers N] [--reducers M] [--algo rs|ring] [--timeout SEC] [--name NAME]
+//                    [--output-dir DIR] [run options] -- PROGRAM [ARGS...]
+//   reducectl validate SPEC
+//   reducectl plan (SPEC | --workers N --worker-gbps G) [--reducer-gbps R] [--reducers K]
+//
+// Exit status: 0 the job succeeded (or the spec is valid, the plan was made); 1 the job failed;
+// 2 bad usage or a bad spec; 128 + N the job was cancelled by signal N.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "orchestrator/job_spec.h"
+#include "orchestrator/local_backend.h"
+#include "orchestrator/plan_model.h"
+
+namespace {
+
+using rd::orch::JobSpec;
+using rd::orch::PoolKind;
+
+constexpr int kExitUsage = 2;
+
+void usage(FILE* out) {
+  std::fputs(
+      "usage: reducectl run SPEC [options]     run a job on this machine\n"
+      "       reducectl launch [options] -- PROGRAM [ARGS...]\n"
+      "                                        run PROGRAM as N ranks through M reducers\n"
+      "       reducectl validate SPEC          check a job spec, describe the job\n"
+      "       reducectl plan SPEC | --workers N --worker-gbps G [--reducer-gbps R] "
+      "[--reducers K]\n"
+      "                                        how many reducers, and the predicted speed-up\n"
+      "run options:\n"
+      "  --quiet               replicas' output only to their logs, not to the terminal\n"
+      "  --job-id ID           the job id (default: NAME-DATE-TIME-XXXX)\n"
+      "  --reduce-server PATH  the built-in reducer (default: next to reducectl, else PATH)\n"
+      "  --ready-timeout SEC   how long reducers get to become ready (default 30)\n"
+      "  --stop-grace SEC      SIGTERM, then this long before SIGKILL (default 10)\n"
+      "  --emulate-network     (root) each replica in a network namespace whose link is capped\n"
+      "                        at its pool's resources.nicGbps (launch: --nic-gbps G)\n"
+      "  --netns-tool PATH     the harness's netns.py that builds them\n"
+      "launch options (and the run options):\n"
+      "  --workers N           ranks (default 4): the primary and N-1 workers\n"
+      "  --reducers M          built-in reducers (default 2; 0: ring all-reduce)\n"
+      "  --algo rs|ring        LIBREDUCE_ALGO for the ranks (default: rs with reducers)\n"
+      "  --timeout SEC         job timeout (default 600)\n"
+      "  --name NAME           job name (default launch)\n"
+      "  --output-dir DIR      base output directory (default $TMPDIR or /tmp, /reducectl-jobs)\n"
+      "Exit status: 0 succeeded, 1 failed, 2 bad usage or spec, 128+N cancelled by signal N.\n"
+      "The spec format: docs/reducectl.md.\n",
+      out);
+}
+
+[[noreturn]] void die(const std::string& message) {
+  std::fprintf(stderr, "reducectl: %s\n", message.c_str());
+  std::exit(kExitUsage);
+}
+
+// Flags after the subcommand: "--name value" pairs and bare words, in order.
+struct Args {
+  std::vector<std::string> words;
+  std::vector<std::pair<std::string, std::string>> flags;
+};
+
+Args parseArgs(int argc, char** argv, int first, const std::vector<std::string>& switches) {
+  Args args;
+  for (int i = first; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      usage(stdout);
+      std::exit(0);
+    }
+    if (a.rfind("--", 0) != 0) {
+      args.words.push_back(a);
+      continue;
+    }
+    bool is_switch = false;
+    for (const auto& s : switches) is_switch = is_switch || s == a;
+    if (is_switch) {
+      args.flags.emplace_back(a, "");
+    } else if (i + 1 < argc) {
+      args.flags.emplace_back(a, argv[++i]);
+    } else {
+      die(a + " needs a value");
+    }
+  }
+  return args;
+}
+
+int intFlag(const std::string& name, const std::string& text, int lo, int hi) {
+  char* end = nullptr;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < lo || v > hi) {
+    die(name + " must be a whole number in " + std::to_string(lo) + ".." + std::to_string(hi) +
+        " (got '" + text + "')");
+  }
+  return static_cast<int>(v);
+}
+
+double gbpsFlag(const std::string& name, const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0) {
+    die(name + " must be a bandwidth in Gbit/s above 0 (got '" + text + "')");
+  }
+  return v;
+}
+
+// Job names and ids become directory names: the displayName rule.
+bool isJobName(const std::string& text) {
+  bool ok = !text.empty() && text.size() <= 128 && text != "." && text != "..";
+  for (char c : text) {
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-');
+  }
+  return ok;
+}
+
+JobSpec loadOrDie(const std::string& path) {
+  JobSpec spec;
+  std::string error;
+  if (!rd::orch::loadJobSpec(path, &spec, &error)) die(error);
+  return spec;
+}
+
+std::string oneWord(const Args& args, const char* command) {
+  if (args.words.size() != 1) die(std::string(command) + " needs exactly one SPEC file");
+  return args.words[0];
+}
+
+// The built-in reducer: beside reducectl (installed together, or both in the build's src/),
+// else reduce-server from PATH.
+std::string defaultReduceServer() {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    std::string dir(self, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.rfind('/'));
+    std::string sibling = dir + "/reduce-server";
+    if (access(sibling.c_str(), X_OK) == 0) return sibling;
+  }
+  return "reduce-server";
+}
+
+rd::orch::RunOptions defaultRunOptions() {
+  rd::orch::RunOptions options;
+  options.reduce_server = defaultReduceServer();
+  options.netns_tool = RD_NETNS_TOOL_DEFAULT;
+  return options;
+}
+
+// The options run and launch share; false for a flag that is not one of them.
+bool runOption(const std::string& name, const std::string& value, rd::orch::RunOptions* options) {
+  if (name == "--quiet") {
+    options->quiet = true;
+  } else if (name == "--job-id") {
+    if (!isJobName(value))
+      die(name + ": 1..128 characters of A-Z a-z 0-9 _ . - (got '" + value + "')");
+    options->job_id = value;
+  } else if (name == "--reduce-server") {
+    options->reduce_server = value;
+  } else if (name == "--ready-timeout") {
+    options->ready_timeout_s = intFlag(name, value, 1, 3600);
+  } else if (name == "--stop-grace") {
+    options->stop_grace_s = intFlag(name, value, 0, 3600);
+  } else if (name == "--emulate-network") {
+    options->emulate_network = true;
+  } else if (name == "--netns-tool") {
+    options->netns_tool = value;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+int cmdRun(int argc, char** argv) {
+  Args args = parseArgs(argc, argv, 2, {"--quiet", "--emulate-network"});
+  std::string path = oneWord(args, "run");
+  rd::orch::RunOptions options = defaultRunOptions();
+  for (const auto& [name, value] : args.flags) {
+    if (!runOption(name, value, &options)) {
+      die("unknown option " + name + " for run (see reducectl --help)");
+    }
+  }
+  JobSpec spec = loadOrDie(path);
+  rd::orch::JobResult result = rd::orch::runLocalJob(spec, options);
+  return result.exit_code;
+}
+
+// A job from the command line, torchrun style: PROGRAM as every rank, built-in reducers.
+int cmdLaunch(int argc, char** argv) {
+  int dash = 2;
+  while (dash < argc && std::string(argv[dash]) != "--") ++dash;
+  if (dash + 1 >= argc) die("launch needs -- PROGRAM [ARGS...]");
+  Args args = parseArgs(dash, argv, 2, {"--quiet", "--emulate-network"});
+  if (!args.words.empty()) die("launch: '" + args.words[0] + "' before --: options only there");
+  JobSpec spec;
+  spec.name = "launch";
+  const char* tmp = std::getenv("TMPDIR");
+  spec.base_output_dir =
+      std::string(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp") + "/reducectl-jobs";
+  spec.scheduling.timeout_s = 600;
+  int ranks = 4, reducers = 2;
+  std::string algo;
+  double nic_gbps = 0;
+  rd::orch::RunOptions options = defaultRunOptions();
+  for (const auto& [name, value] : args.flags) {
+    if (runOption(name, value, &options)) continue;
+    if (name == "--nic-gbps") {
+      nic_gbps = gbpsFlag(name, value);
+      continue;
+    }
+    if (name == "--workers") {
+      ranks = intFlag(name, value, 1, 4096);
+    } else if (name == "--reducers") {
+      reducers = intFlag(name, value, 0, 1024);
+    } else if (name == "--algo") {
+      if (value != "rs" && value != "ring") die("--algo must be rs or ring (got '" + value + "')");
+      algo = value;
+    } else if (name == "--timeout") {
+      spec.scheduling.timeout_s = intFlag(name, value, 1, 30 * 24 * 3600);
+    } else if (name == "--name") {
+      spec.name = value;
+    } else if (name == "--output-dir") {
+      spec.base_output_dir = value;
+    } else {
+      die("unknown option " + name + " for launch (see reducectl --help)");
+    }
+  }
+  if (algo == "rs" && reducers == 0) die("--algo rs needs at least one reducer");
+  std::vector<std::string> command(argv + dash + 1, argv + argc);
+  spec.pool(PoolKind::kPrimary).replica_count = 1;
+  spec.pool(PoolKind::kPrimary).command = command;
+  spec.pool(PoolKind::kWorkers).replica_count = ranks - 1;
+  spec.pool(PoolKind::kWorkers).command = command;
+  spec.pool(PoolKind::kReducers).replica_count = reducers;
+  for (auto& pool : spec.pools) pool.nic_gbps = nic_gbps;
+  if (!algo.empty()) spec.libreduce_env.emplace_back("LIBREDUCE_ALGO", algo);
+  if (!isJobName(spec.name)) {
+    die("--name: 1..128 characters of A-Z a-z 0-9 _ . - (got '" + spec.name + "')");
+  }
+  rd::orch::JobResult result = rd::orch::runLocalJob(spec, options);
+  return result.exit_code;
+}
+
+std::string describeJob(const JobSpec& spec) {
+  std::string out = "job '" + spec.name + "':";
+  for (int p = 0; p < rd::orch::kPoolCount; ++p) {
+    const auto& pool = spec.pools[p];
+    if (pool.replica_count == 0) continue;
+    out += std::string(" ") + rd::orch::poolName(static_cast<PoolKind>(p)) + " x" +
+           std::to_string(pool.replica_count);
+    if (static_cast<PoolKind>(p) == PoolKind::kReducers && pool.command.empty()) {
+      out += " (built-in reduce-server)";
+    }
+    out += ",";
+  }
+  out.pop_back();
+  const auto& s = spec.scheduling;
+  out +=
+      "; timeout " + (s.timeout_s > 0 ? std::to_string(s.timeout_s) + " s" : std::string("none"));
+  out += "; restarts " + std::to_string(s.disable_retries ? 0 : s.max_restarts);
+  if (s.max_restarts > 0 && !s.disable_retries) {
+    out += s.restart_job_on_worker_restart ? " (whole job)" : " (failed replica)";
+  }
+  return out;
+}
+
+int cmdValidate(int argc, char** argv) {
+  Args args = parseArgs(argc, argv, 2, {});
+  if (!args.flags.empty()) die("validate takes no options");
+  std::string path = oneWord(args, "validate");
+  JobSpec spec = loadOrDie(path);
+  std::printf("%s: valid; %s\n", path.c_str(), describeJob(spec).c_str());
+  return 0;
+}
+
+int cmdPlan(int argc, char** argv) {
+  Args args = parseArgs(argc, argv, 2, {});
+  rd::orch::PlanInput input;
+  if (args.words.size() > 1) die("plan takes at most one SPEC file");
+  if (args.words.size() == 1) {
+    JobSpec spec = loadOrDie(args.words[0]);
+    input.workers =
+        spec.pool(PoolKind::kPrimary).replica_count + spec.pool(PoolKind::kWorkers).replica_count;
+    input.worker_gbps = spec.pool(PoolKind::kWorkers).nic_gbps;
+    if (input.worker_gbps == 0) input.worker_gbps = spec.pool(PoolKind::kPrimary).nic_gbps;
+    input.reducer_gbps = spec.pool(PoolKind::kReducers).nic_gbps;
+    input.reducers = spec.pool(PoolKind::kReducers).replica_count;
+  }
+  for (const auto& [name, value] : args.flags) {
+    if (name == "--workers") {
+      input.workers = intFlag(name, value, 1, 65536);
+    } else if (name == "--worker-gbps") {
+      input.worker_gbps = gbpsFlag(name, value);
+    } else if (name == "--reducer-gbps") {
+      input.reducer_gbps = gbpsFlag(name, value);
+    } else if (name == "--reducers") {
+      input.reducers = intFlag(name, value, 0, 65536);
+    } else {
+      die("unknown option " + name + " for plan (see reducectl --help)");
+    }
+  }
+  if (input.workers == 0) die("plan needs a SPEC or --workers N");
+  if (input.worker_gbps == 0) {
+    die("plan needs the workers' NIC bandwidth: --worker-gbps G, or resources.nicGbps in the spec");
+  }
+  if (input.reducer_gbps == 0) input.reducer_gbps = input.worker_gbps;  // same machines' NICs
+  rd::orch::Plan plan;
+  std::string error;
+  if (!rd::orch::makePlan(input, &plan, &error)) die(error);
+  std::fputs(rd::orch::describePlan(input, plan).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A write to a pipe whose reader is gone (the orphan guard, a closed terminal) is an error
+  // return, not the end of reducectl.
+  signal(SIGPIPE, SIG_IGN);
+  if (argc < 2) {
+    usage(stderr);
+    return kExitUsage;
+  }
+  std::string command = argv[1];
+  if (command == "-h" || command == "--help" || command == "help") {
+    usage(stdout);
+    return 0;
+  }
+  if (command == "run" || command == "launch") {
+    int code = command == "run" ? cmdRun(argc, argv) : cmdLaunch(argc, argv);
+    // Everything was written by the display's writer, unless the terminal stopped reading: then
+    // exit's flush of standard output could block for ever.
+    std::fflush(stderr);
+    _exit(code);
+  }
+  if (command == "validate") return cmdValidate(argc, argv);
+  if (command == "plan") return cmdPlan(argc, argv);
+  std::fprintf(stderr, "reducectl: unknown command '%s' (run, launch, validate, plan)\n",
+               command.c_str());
+  usage(stderr);
+  return kExitUsage;
+}
