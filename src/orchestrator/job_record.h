@@ -21,18 +21,15 @@ struct Replica {
   std::string name;      // "worker-1"
   LaunchedProcess proc;  // the running process (its group), its output pipes
   bool running = false;
-  bool ended = false;      // ran and ended in this attempt
-  bool signalled = false;  // reducectl stopped it: its exit is expected
-  int status = 0;          // waitpid status of its last exit
-  int exit_code = -1;      // 0..255, or 128 + signal
-  std::string result;      // "exit 1: <last error line>", "exit 0 (stopped by reducectl)"
-  Clock::time_point started;
+  bool ended = false;                // ran and ended in this attempt
+  bool signalled = false;            // reducectl stopped it: its exit is expected
+  int exit_code = -1;                // 0..255, or 128 + signal
+  std::string result;                // "exit 1: <last error line>", "exit 0 (stopped by reducectl)"
   std::string out_buf, err_buf;      // partial lines
   std::deque<std::string> last_err;  // its last few stderr lines, for the cause
   int log_fd = -1;
   std::string ready_file;  // reducers: where the ready line appears
-  bool ready = false;
-  std::string address;
+  bool ready = false;      // reducers: its address is in the job's layout
 };
 
 struct JobRecord {

@@ -103,6 +103,10 @@ const settings::Setting* findSetting(const std::string& name) {
 
 // ---- displayName, baseOutputDirectory -------------------------------------------------------
 
+bool isNameCharacter(unsigned char c) {
+  return std::isalnum(c) != 0 || c == '_' || c == '.' || c == '-';
+}
+
 std::string readDisplayName(const Field& field) {
   std::string name = spec::readNonEmptyText(field, "a name");
   if (name.size() > kMaxNameLength) {
@@ -110,7 +114,7 @@ std::string readDisplayName(const Field& field) {
                std::to_string(kMaxNameLength) + " are allowed");
   }
   for (unsigned char c : name) {
-    if (std::isalnum(c) == 0 && c != '_' && c != '.' && c != '-') {
+    if (!isNameCharacter(c)) {
       field.fail("'" + name + "' has characters other than letters, digits, '_', '.' and '-' " +
                  "(the name becomes part of directory names)");
     }
@@ -472,6 +476,19 @@ bool loadJobSpec(const std::string& path, JobSpec* spec, std::string* error) {
     return false;
   }
   return parseJobSpec(text, path, spec, error);
+}
+
+bool isRankPool(PoolKind kind) {
+  return kind == PoolKind::kPrimary || kind == PoolKind::kWorkers;
+}
+
+PoolKind rankZeroPool(const JobSpec& spec) {
+  return spec.pool(PoolKind::kPrimary).replica_count > 0 ? PoolKind::kPrimary : PoolKind::kWorkers;
+}
+
+bool isJobName(const std::string& text) {
+  if (text.empty() || text.size() > kMaxNameLength || text == "." || text == "..") return false;
+  return std::all_of(text.begin(), text.end(), [](unsigned char c) { return isNameCharacter(c); });
 }
 
 }  // namespace rd::orch

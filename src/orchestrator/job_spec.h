@@ -61,6 +61,15 @@ struct JobSpec {
 bool parseJobSpec(const std::string& text, const std::string& source, JobSpec* spec,
                   std::string* error);
 
+/** The primary and the workers are the ranks (the torch process group); the others are not. */
+bool isRankPool(PoolKind kind);
+
+/** The pool holding rank 0: the primary's, or the workers' in a job without a primary. */
+PoolKind rankZeroPool(const JobSpec& spec);
+
+/** A job name or id: 1..128 of [A-Za-z0-9_.-], not "." or ".." (it names a directory). */
+bool isJobName(const std::string& text);
+
 /** Reads the file at @p path and parses it; a file that cannot be read is an error too. */
 bool loadJobSpec(const std::string& path, JobSpec* spec, std::string* error);
 

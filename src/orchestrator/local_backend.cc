@@ -258,7 +258,6 @@ bool LocalJob::launch(Replica& r) {
   r.running = true;
   r.ended = false;
   r.signalled = false;
-  r.started = Clock::now();
   return true;
 }
 
@@ -266,9 +265,7 @@ void LocalJob::startOthers() {
   std::set<int> ports_given;  // each probe socket is closed at once: remember what was handed out
   for (auto& r : replicas_) {
     if (r.id.pool == PoolKind::kReducers) continue;
-    bool rank0 =
-        r.id.pool == PoolKind::kPrimary || (r.id.pool == PoolKind::kWorkers && r.id.index == 0 &&
-                                            spec_.pool(PoolKind::kPrimary).replica_count == 0);
+    bool rank0 = r.id.pool == rankZeroPool(spec_) && r.id.index == 0;
     const EmulatedHost* host = hostOf(r);
     if (host != nullptr) {  // a namespace of its own: every port is free there
       layout_.addresses[static_cast<int>(r.id.pool)][r.id.index] =
@@ -415,7 +412,6 @@ void LocalJob::onExit(Replica& r, int status) {
   drain(r, true, true);
   r.running = false;
   r.ended = true;
-  r.status = status;
   r.exit_code = exitCodeOf(status);
   r.result = describeWaitStatus(status);
   if (r.signalled) {
@@ -484,7 +480,6 @@ void LocalJob::checkProvisioning() {
     std::string address = readyAddress(r.ready_file);
     if (address.empty()) return;  // not yet: deadlines are checked by the loop
     r.ready = true;
-    r.address = address;
     layout_.addresses[static_cast<int>(PoolKind::kReducers)][r.id.index] = address;
   }
   int reducers = spec_.pool(PoolKind::kReducers).replica_count;
@@ -578,8 +573,7 @@ void LocalJob::beginStop(JobState final_state, const std::string& cause, bool re
 bool LocalJob::anyRunning(bool everyone) const {
   if (everyone && !lingering_.empty()) return true;
   for (const auto& r : replicas_) {
-    bool rank = r.id.pool == PoolKind::kPrimary || r.id.pool == PoolKind::kWorkers;
-    if (r.running && (everyone || rank)) return true;
+    if (r.running && (everyone || isRankPool(r.id.pool))) return true;
   }
   return false;
 }

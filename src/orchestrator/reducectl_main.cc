@@ -12,7 +12,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -116,12 +115,10 @@ double gbpsFlag(const std::string& name, const std::string& text) {
 }
 
 // Job names and ids become directory names: the displayName rule.
-bool isJobName(const std::string& text) {
-  bool ok = !text.empty() && text.size() <= 128 && text != "." && text != "..";
-  for (char c : text) {
-    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-');
+void requireJobName(const std::string& flag, const std::string& value) {
+  if (!rd::orch::isJobName(value)) {
+    die(flag + ": 1..128 characters of A-Z a-z 0-9 _ . - (got '" + value + "')");
   }
-  return ok;
 }
 
 JobSpec loadOrDie(const std::string& path) {
@@ -162,8 +159,7 @@ bool runOption(const std::string& name, const std::string& value, rd::orch::RunO
   if (name == "--quiet") {
     options->quiet = true;
   } else if (name == "--job-id") {
-    if (!isJobName(value))
-      die(name + ": 1..128 characters of A-Z a-z 0-9 _ . - (got '" + value + "')");
+    requireJobName(name, value);
     options->job_id = value;
   } else if (name == "--reduce-server") {
     options->reduce_server = value;
@@ -244,9 +240,7 @@ int cmdLaunch(int argc, char** argv) {
   spec.pool(PoolKind::kReducers).replica_count = reducers;
   for (auto& pool : spec.pools) pool.nic_gbps = nic_gbps;
   if (!algo.empty()) spec.libreduce_env.emplace_back("LIBREDUCE_ALGO", algo);
-  if (!isJobName(spec.name)) {
-    die("--name: 1..128 characters of A-Z a-z 0-9 _ . - (got '" + spec.name + "')");
-  }
+  requireJobName("--name", spec.name);
   rd::orch::JobResult result = rd::orch::runLocalJob(spec, options);
   return result.exit_code;
 }

@@ -23,11 +23,6 @@ const std::vector<std::string>& poolAddresses(const JobLayout& layout, PoolKind 
   return layout.addresses[static_cast<int>(kind)];
 }
 
-// The primary and the workers form the torch process group; the others are not ranks.
-bool isRank(PoolKind kind) {
-  return kind == PoolKind::kPrimary || kind == PoolKind::kWorkers;
-}
-
 // The built-in reduce-server is not a TensorFlow server; only a custom reducer program is one.
 bool reducersAreTfServers(const JobSpec& spec) {
   return hasPool(spec, PoolKind::kReducers) && !spec.pool(PoolKind::kReducers).command.empty();
@@ -117,8 +112,7 @@ void addTorchVariables(const JobSpec& spec, const JobLayout& layout, const Repli
   // The primary pool has one replica; its index is its rank.
   const int rank = (replica.pool == PoolKind::kWorkers && has_primary ? 1 : 0) + replica.index;
   const int world = replicaCount(spec, PoolKind::kPrimary) + replicaCount(spec, PoolKind::kWorkers);
-  const auto& rank0_pool =
-      poolAddresses(layout, has_primary ? PoolKind::kPrimary : PoolKind::kWorkers);
+  const auto& rank0_pool = poolAddresses(layout, rankZeroPool(spec));
   const auto [master_addr, master_port] =
       rank0_pool.empty() ? std::pair<std::string, std::string>() : splitHostPort(rank0_pool[0]);
   // Every replica of the local backend runs on this host, so the local group is the world.
@@ -135,7 +129,7 @@ void addTorchVariables(const JobSpec& spec, const JobLayout& layout, const Repli
 // The settings that join a rank to the reducers; reducers need only the secret's file.
 void addLibreduceVariables(const JobSpec& spec, const JobLayout& layout, const ReplicaId& replica,
                            EnvList* env) {
-  if (isRank(replica.pool)) {
+  if (isRankPool(replica.pool)) {
     env->emplace_back("LIBREDUCE_REDUCERS", joinComma(poolAddresses(layout, PoolKind::kReducers)));
     // A fresh communicator per gang attempt, so a restarted job never meets stale state.
     env->emplace_back("LIBREDUCE_COMM_ID",
@@ -171,7 +165,7 @@ std::vector<std::pair<std::string, std::string>> replicaEnvironment(const JobSpe
   EnvList env;
   env.emplace_back("CLUSTER_SPEC", clusterSpecJson(spec, layout, replica));
   env.emplace_back("TF_CONFIG", tfConfigJson(spec, layout, replica));
-  if (isRank(replica.pool)) addTorchVariables(spec, layout, replica, &env);
+  if (isRankPool(replica.pool)) addTorchVariables(spec, layout, replica, &env);
   if (replica.pool != PoolKind::kEvaluators) addLibreduceVariables(spec, layout, replica, &env);
   addVertexVariables(layout, &env);
   return env;
