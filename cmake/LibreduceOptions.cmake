@@ -62,19 +62,41 @@ endif()
 rd_resolve_option(LIBREDUCE_WITH_UCX "${_ucx_found}" "UCX not found (apt-get install libucx-dev)")
 rd_resolve_option(LIBREDUCE_WITH_HWLOC "${_hwloc_found}" "hwloc not found (apt-get install libhwloc-dev)")
 
-# --- PyTorch: Debian's python3-torch, found through the system interpreter.
+# --- The Python package: pybind11 and the headers of the system interpreter (python3-dev).
+set(LIBREDUCE_WITH_PYTHON AUTO CACHE STRING "Python package libreduce (AUTO/ON/OFF)")
 set(LIBREDUCE_PYTHON /usr/bin/python3 CACHE FILEPATH "Python interpreter for the package and tests")
+set(_python_found OFF)
+if(NOT LIBREDUCE_WITH_PYTHON STREQUAL "OFF" AND EXISTS ${LIBREDUCE_PYTHON})
+  set(Python_EXECUTABLE ${LIBREDUCE_PYTHON})
+  find_package(Python QUIET COMPONENTS Interpreter Development.Module)
+  find_package(pybind11 CONFIG QUIET)
+  if(Python_FOUND AND pybind11_FOUND)
+    set(_python_found ON)
+  endif()
+endif()
+rd_resolve_option(LIBREDUCE_WITH_PYTHON ${_python_found}
+                  "pybind11 or the Python headers not found (apt-get install pybind11-dev python3-dev)")
+
+# --- PyTorch: Debian's python3-torch, found through the system interpreter; needs the package.
 set(_torch_found OFF)
-if(NOT LIBREDUCE_WITH_TORCH STREQUAL "OFF" AND EXISTS ${LIBREDUCE_PYTHON})
-  execute_process(COMMAND ${LIBREDUCE_PYTHON} -c "import torch; print(torch.__version__)"
-                  OUTPUT_VARIABLE LIBREDUCE_TORCH_VERSION RESULT_VARIABLE _torch_rc
-                  OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+if(LIBREDUCE_WITH_PYTHON_ENABLED AND NOT LIBREDUCE_WITH_TORCH STREQUAL "OFF")
+  execute_process(
+    COMMAND ${LIBREDUCE_PYTHON} -c
+      "import os, torch; d = os.path.dirname(torch.__file__); print(torch.__version__ + ';' + os.path.join(d, 'include') + ';' + os.path.join(d, 'lib'))"
+    OUTPUT_VARIABLE _torch_facts RESULT_VARIABLE _torch_rc
+    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(_torch_rc EQUAL 0)
-    set(_torch_found ON)
+    list(GET _torch_facts 0 LIBREDUCE_TORCH_VERSION)
+    list(GET _torch_facts 1 LIBREDUCE_TORCH_INCLUDE_DIR)
+    list(GET _torch_facts 2 LIBREDUCE_TORCH_LIBRARY_DIR)
+    # Debian ships the C++ headers apart from the module (libtorch-dev).
+    if(EXISTS ${LIBREDUCE_TORCH_INCLUDE_DIR}/torch/csrc/distributed/c10d/ProcessGroup.hpp)
+      set(_torch_found ON)
+    endif()
   endif()
 endif()
 rd_resolve_option(LIBREDUCE_WITH_TORCH ${_torch_found}
-                  "python3 cannot import torch (apt-get install python3-torch)")
+                  "no Python package, or torch or its C++ headers missing (apt-get install python3-torch libtorch-dev)")
 
 # --- Baselines: Gloo and MPI for side-by-side benchmarks.
 find_package(MPI QUIET COMPONENTS CXX)

@@ -21,7 +21,9 @@ case "${1:-}" in
     build=${2:?usage: lint.sh tidy BUILD_DIR}
     # Library code only: tests and benchmarks follow GoogleTest / Google Benchmark idioms.
     # The build passes GCC-only warning flags; clang must not turn them into errors.
-    files=$(git ls-files 'src/*.cc' 'kernels/*.cc')
+    # The torch backend is left out: clang 14 cannot parse torch 1.13's headers with GCC 12's
+    # standard library (it compiles with GCC, under -Werror).
+    files=$(git ls-files 'src/*.cc' 'kernels/*.cc' 'python/src/*.cc' ':(exclude)python/src/torch')
     log=$(mktemp)
     # shellcheck disable=SC2086
     if ! clang-tidy -p "$build" --quiet --warnings-as-errors='*' \

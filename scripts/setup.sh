@@ -8,7 +8,7 @@ packages=(
   libucx-dev ucx-utils libhwloc-dev libssl-dev iproute2 procps
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   clang clang-format clang-tidy libclang-rt-14-dev
-  pybind11-dev python3-dev python3-numpy python3-pytest
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-torch libtorch-dev
   libgloo-dev libopenmpi-dev openmpi-bin python3-matplotlib libyaml-cpp-dev
 )
 

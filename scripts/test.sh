@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: installs what is missing, checks formatting and lint, builds,
-# runs the C++ tests (CTest), then builds with ASan + UBSan and runs them again.
+# runs the C++ tests (CTest) and the Python tests (pytest), then builds with ASan + UBSan and
+# runs the C++ tests again.
 #
 #   scripts/test.sh            everything (what CI runs)
 #   scripts/test.sh --fast     skip the sanitizer build and clang-tidy
@@ -43,13 +44,43 @@ run_ctest() {  # run_ctest LABEL BUILD_DIR [ctest args...]
   return "$rc"
 }
 
+# The Python suite (tests/python) against the package in build/python; pytest's own counts.
+run_pytest() {
+  echo "== tests: python (pytest)"
+  local log
+  log=$(mktemp)
+  set +e
+  LIBREDUCE_BUILD_DIR=build /usr/bin/python3 -m pytest -p no:cacheprovider -rs tests/python \
+    2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  local last count p=0 f=0 s=0
+  last=$(grep -E '^=+ .*(passed|failed|error|skipped).* in [0-9.]+s' "$log" | tail -1)
+  for kind in passed failed error skipped; do
+    count=$(grep -oE "[0-9]+ $kind" <<<"$last" | grep -oE '[0-9]+' || true)
+    case $kind in
+      passed) p=${count:-0} ;;
+      failed | error) f=$((f + ${count:-0})) ;;
+      skipped) s=${count:-0} ;;
+    esac
+  done
+  # Same shape as CTest's line, so the totals below add both suites.
+  summaries+=("python (pytest): $p passed; $f tests failed out of $((p + f + s)) ($s skipped)")
+  rm -f "$log"
+  [[ -n $last ]] || return 1
+  return "$rc"
+}
+
 status=0
 run_ctest "default build" build || status=1
+run_pytest || status=1
 
 if ((!fast)); then
   echo "== build with ASan + UBSan (build-asan/)"
+  # The Python modules load into an interpreter without the sanitizer runtime: tested above.
   cmake -S . -B build-asan -G Ninja -DLIBREDUCE_SANITIZE=address,undefined \
-        -DLIBREDUCE_WITH_CUDA=OFF -DLIBREDUCE_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
+        -DLIBREDUCE_WITH_CUDA=OFF -DLIBREDUCE_BUILD_BENCH=OFF -DLIBREDUCE_WITH_PYTHON=OFF \
+        -DCMAKE_BUILD_TYPE=Debug >/dev/null
   cmake --build build-asan -j "$jobs"
   # The package test installs and links outside the sanitizer runtime; it ran above.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -58,7 +89,7 @@ fi
 
 echo
 printf '%s\n' "${summaries[@]}"
-# One closing line with the totals of every CTest run above.
+# One closing line with the totals of every suite above.
 passed=0
 failed=0
 skipped=0
@@ -68,7 +99,7 @@ for line in "${summaries[@]}"; do
     skipped=$((skipped + BASH_REMATCH[3]))
     passed=$((passed + BASH_REMATCH[2] - BASH_REMATCH[1] - BASH_REMATCH[3]))
   else
-    status=1  # a CTest run that printed no summary did not finish
+    status=1  # a run that printed no summary did not finish
   fi
 done
 echo "test.sh: $passed passed, $failed failed, $skipped skipped"

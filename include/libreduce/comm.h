@@ -4,7 +4,9 @@
  *
  * A communicator is a group of ranks (workers) that reduce through a pool of reducers
  * (`reduce-server` processes), or among themselves with ring all-reduce when no reducers are
- * given. Two ways to create one:
+ * given. Without reducers the other collectives run as one ring all-reduce each (exact, but
+ * all-gather and broadcast move n times the bytes a dedicated algorithm would). Two ways to create
+ * one:
  *
  * - NCCL style: rank 0 calls ::rdGetUniqueId, passes the id to every rank out of band, and every
  *   rank calls ::rdCommInitRank.
@@ -79,6 +81,14 @@ RD_API rdResult_t rdGetUniqueId(rdUniqueId* id);
  * secret (NULL or "" = none).
  */
 RD_API rdResult_t rdGetUniqueIdFor(const char* reducers, const char* secret, rdUniqueId* id);
+
+/**
+ * Removes the job secret from @p id, so that it can be passed through a channel others may read
+ * (a torch TCPStore, a file). Every rank that joins with such an id uses its own secret from
+ * LIBREDUCE_SECRET(_FILE), as `reducectl` gives each rank, and fails with ::rdInvalidArgument
+ * when it has none. An id without a secret is left as it is.
+ */
+RD_API rdResult_t rdUniqueIdStripSecret(rdUniqueId* id);
 
 /**
  * Joins the communicator described by @p id as @p rank of @p nranks (1..65536). Blocks until

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "collectives/communicator.h"
+#include "collectives/ring_composite.h"
 #include "collectives/unique_id.h"
 #include "common/check.h"
 #include "common/settings.h"
@@ -57,10 +58,11 @@ rdResult_t postOp(rdComm_t comm, OpDesc desc, rdRequest_t* out) {
   if (out == nullptr) return rd::setError(rdInvalidArgument, "request is NULL");
   const auto& cfg = comm->impl->config();
   RD_CHECK(checkBuffers(desc, cfg.nranks, cfg.rank));
-  desc.ring = desc.coll == Coll::kAllReduce && cfg.ring;
-  if (!desc.ring && cfg.reducers.empty()) {
-    return rd::setError(rdUnsupported,
-                        "this communicator has no reducers: only all-reduce (ring) is available");
+  bool barrier = desc.coll == Coll::kAllReduce && desc.count == 0;
+  if (cfg.reducers.empty() && (desc.coll != Coll::kAllReduce || barrier)) {
+    RD_CHECK(rd::coll::asRingAllReduce(&desc, cfg.rank, cfg.nranks));
+  } else {
+    desc.ring = desc.coll == Coll::kAllReduce && cfg.ring;
   }
   std::shared_ptr<rd::coll::Request> request;
   RD_CHECK(comm->impl->post(desc, &request));
@@ -110,6 +112,11 @@ rdResult_t rdGetUniqueId(rdUniqueId* id) {
 rdResult_t rdGetUniqueIdFor(const char* reducers, const char* secret, rdUniqueId* id) {
   rd::clearLastError();
   return rd::coll::makeUniqueId(reducers ? reducers : "", secret ? secret : "", id);
+}
+
+rdResult_t rdUniqueIdStripSecret(rdUniqueId* id) {
+  rd::clearLastError();
+  return rd::coll::stripSecret(id);
 }
 
 rdResult_t rdCommInitRankConfig(rdComm_t* comm, int nranks, rdUniqueId id, int rank,
@@ -209,12 +216,9 @@ rdResult_t rdBroadcastAsync(const void* sendbuf, void* recvbuf, size_t count, rd
 }
 
 rdResult_t rdBarrierAsync(rdComm_t comm, rdRequest_t* request) {
-  // A barrier is an empty all-reduce through the reducers: one chunk that every rank must send.
-  OpDesc d = makeDesc(Coll::kAllReduce, nullptr, nullptr, 0, rdUint8, rdSum, 0);
-  if (comm != nullptr && comm->impl && comm->impl->config().reducers.empty()) {
-    return rd::setError(rdUnsupported, "barrier needs reducers (this communicator has none)");
-  }
-  return postOp(comm, d, request);
+  // A barrier is an empty all-reduce through the reducers: one chunk that every rank must send
+  // (without reducers, one byte around the ring).
+  return postOp(comm, makeDesc(Coll::kAllReduce, nullptr, nullptr, 0, rdUint8, rdSum, 0), request);
 }
 
 rdResult_t rdAllReduce(const void* sendbuf, void* recvbuf, size_t count, rdDataType_t dtype,

@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "collectives/request.h"
 #include "protocol/wire.h"
@@ -27,12 +29,16 @@ struct OpDesc {
   rdRedOp_t op = rdSum;
   uint32_t root = 0;
   bool ring = false;  // all-reduce by ring instead of through the reducers
+  // For collectives run as a ring all-reduce (ring_composite.h): memory the operation owns,
+  // and what turns its result into the caller's (run before the request completes).
+  std::shared_ptr<void> scratch;
+  std::function<void()> on_success;
 };
 
 class Operation : public std::enable_shared_from_this<Operation> {
  public:
   Operation(Communicator* comm, OpDesc desc, uint64_t seq, std::shared_ptr<Request> request)
-      : comm_(comm), desc_(desc), seq_(seq), request_(std::move(request)) {}
+      : comm_(comm), desc_(std::move(desc)), seq_(seq), request_(std::move(request)) {}
   virtual ~Operation() = default;
 
   /** Sends what can be sent; may complete at once (count 0, one rank). */

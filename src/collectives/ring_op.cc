@@ -196,6 +196,7 @@ void RingOp::fetchHeld() {
 void RingOp::succeedIfDone() {
   if (completed_ || received_ != expected_ || sending_ != 0) return;
   completed_ = true;
+  if (desc_.on_success) desc_.on_success();
   request_->complete(rdSuccess);
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "common/auth.h"
@@ -16,6 +17,8 @@ namespace rd::coll {
 namespace {
 
 constexpr const char* kIdTag = "libreduce-id-v1";
+// Stands for the secret in an id that left it out: every rank takes its own from its settings.
+constexpr const char* kSecretFromSettings = "env";
 
 std::string hex(const std::string& bytes) {
   static const char* const kDigits = "0123456789abcdef";
@@ -70,16 +73,22 @@ std::string routableHost() {
 
 rdResult_t startRendezvous(const std::string& host, uint16_t port, const std::string& secret,
                            std::string* address) {
+  // One per secret (communicators of one job share it), alive until the process exits.
   static std::mutex mu;
-  static std::unique_ptr<server::ReductionServer> rendezvous;  // lives until the process exits
+  static std::map<std::string, std::unique_ptr<server::ReductionServer>> by_secret;
   std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<server::ReductionServer>& rendezvous = by_secret[secret];
   if (!rendezvous) {
     server::ServerOptions options;
     options.host = host;
     options.port = port;
     options.secret = secret;
     options.memory_limit = 64ull << 20;
-    RD_CHECK(server::ReductionServer::start(options, &rendezvous));
+    rdResult_t started = server::ReductionServer::start(options, &rendezvous);
+    if (started != rdSuccess) {
+      by_secret.erase(secret);
+      return started;
+    }
   }
   *address = rendezvous->address();
   return rdSuccess;
@@ -115,14 +124,38 @@ rdResult_t readUniqueId(const rdUniqueId& id, CommConfig* config) {
   }
   parts.push_back(text.substr(start));
   std::string secret;
-  if (parts.size() != 5 || parts[0] != kIdTag || !unhex(parts[2], &secret)) {
+  bool secret_from_settings = parts.size() == 5 && parts[2] == kSecretFromSettings;
+  if (parts.size() != 5 || parts[0] != kIdTag ||
+      (!secret_from_settings && !unhex(parts[2], &secret))) {
     return setError(rdInvalidArgument, "not a libreduce unique id (use rdGetUniqueId)");
   }
   config->comm_id = std::strtoull(parts[1].c_str(), nullptr, 10);
-  config->secret = secret;
+  if (!secret_from_settings) {
+    config->secret = secret;
+  } else if (config->secret.empty()) {
+    return setError(rdInvalidArgument,
+                    "this unique id leaves the job secret to each rank, and this rank has none: "
+                    "set LIBREDUCE_SECRET_FILE (or LIBREDUCE_SECRET)");
+  }
   config->rendezvous = parts[3];
   RD_CHECK(parseReducerList(parts[4], &config->reducers));
   if (config->reducers.empty()) config->ring = true;
+  return rdSuccess;
+}
+
+rdResult_t stripSecret(rdUniqueId* id) {
+  if (id == nullptr) return setError(rdInvalidArgument, "id is NULL");
+  CommConfig probe;
+  probe.secret = "x";  // an id that already left the secret out reads fine
+  RD_CHECK(readUniqueId(*id, &probe));
+  std::string text(id->internal, strnlen(id->internal, sizeof id->internal));
+  size_t first = text.find(';');
+  size_t second = text.find(';', first + 1);
+  size_t third = text.find(';', second + 1);
+  if (third == second + 1) return rdSuccess;  // no secret to remove
+  text.replace(second + 1, third - second - 1, kSecretFromSettings);
+  std::memset(id->internal, 0, sizeof id->internal);
+  std::memcpy(id->internal, text.data(), text.size());
   return rdSuccess;
 }
 

@@ -16,13 +16,22 @@ rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret, 
 /** Reads an id made by makeUniqueId into @p config (reducers, rendezvous, comm id, secret). */
 rdResult_t readUniqueId(const rdUniqueId& id, CommConfig* config);
 
+/**
+ * Replaces the secret in @p id with a mark that makes every rank take the secret from its own
+ * settings, so that the id can travel over channels that are not private. No-op without one.
+ */
+rdResult_t stripSecret(rdUniqueId* id);
+
 /** Applies the fields of a caller's rdCommConfig_t that are set (NULL = none). */
 rdResult_t applyConfig(const rdCommConfig_t* user, CommConfig* config);
 
 /** Rank, size, comm id and rendezvous from LIBREDUCE_* / torchrun variables. */
 rdResult_t configFromLauncherEnv(CommConfig* config);
 
-/** Starts (once per process) the rendezvous service on @p host:@p port; gives its address. */
+/**
+ * Starts (once per process and secret) the rendezvous service on @p host:@p port; gives its
+ * address.
+ */
 rdResult_t startRendezvous(const std::string& host, uint16_t port, const std::string& secret,
                            std::string* address);
 

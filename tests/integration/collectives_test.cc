@@ -109,5 +109,22 @@ TEST(Collectives, RingAllReduce) {
   expectAllPassed(cluster, w, seconds(300));
 }
 
+// Without reducers, reduce-scatter, all-gather, broadcast and barrier run as ring all-reduces
+// (ring_composite.h): the same element-by-element checks as through the reducers.
+TEST(Collectives, OtherCollectivesWithoutReducers) {
+  Cluster cluster;
+  for (int workers : {1, 2, 3}) {
+    auto w = cluster.startWorkers(
+        workers, "",
+        {"--colls", "reducescatter,allgather,broadcast,barrier", "--counts", "0,1,7,1000",
+         "--dtypes", "int8,int32,float16,bfloat16,float64", "--ops", "sum,min,avg"});
+    expectAllPassed(cluster, w, seconds(300));
+  }
+  auto big = cluster.startWorkers(3, "",
+                                  {"--colls", "reducescatter,allgather,broadcast", "--counts",
+                                   "1048579", "--dtypes", "float32", "--ops", "sum"});
+  expectAllPassed(cluster, big, seconds(300));
+}
+
 }  // namespace
 }  // namespace rd::test

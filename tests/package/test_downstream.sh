@@ -25,4 +25,29 @@ flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --define-variable=prefix="$work/pre
 cc "$src/tests/package/downstream/main.c" -o "$work/pkgconfig_c" $flags
 "$work/pkgconfig_c"
 "$work/prefix/bin/reduce-info" --settings | grep -q LIBREDUCE_CPU_ISA
+
+# The Python package, where the build has one: imported from the installed tree only.
+if [[ -d "$build/python/libreduce" ]]; then
+  init=$(find "$work/prefix" -path '*/libreduce/__init__.py' | head -1)
+  [[ -n $init ]] || { echo "the Python package was not installed"; exit 1; }
+  (cd "$work" && PYTHONPATH="$(dirname "$(dirname "$init")")" /usr/bin/python3 - <<'EOF'
+import os
+import pathlib
+
+import numpy as np
+
+import libreduce
+
+assert libreduce.__file__.startswith(os.getcwd()), libreduce.__file__
+with libreduce.Communicator(0, 1, libreduce.unique_id(reducers="")) as comm:
+    assert comm.all_reduce(np.arange(4.0)).tolist() == [0.0, 1.0, 2.0, 3.0]
+if any(p.name.startswith("_torch") for p in pathlib.Path(libreduce.__file__).parent.iterdir()):
+    import torch.distributed as dist
+
+    import libreduce.torch  # noqa: F401
+    assert "LIBREDUCE" in dist.Backend._plugins
+print("python package imports from the install")
+EOF
+  )
+fi
 echo "package test passed"

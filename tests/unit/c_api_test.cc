@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "libreduce/reduce.h"
 #include "libreduce/reduce.hpp"
@@ -62,3 +64,29 @@ TEST(CppLayer, SpansAndExceptions) {
 }
 
 }  // namespace
+
+// An id stripped of its secret may travel through a store anyone can read; each rank then needs
+// its own secret, and one without is told so instead of failing at the reducers.
+TEST(CApi, UniqueIdWithoutSecret) {
+  rdUniqueId id;
+  ASSERT_EQ(rdGetUniqueIdFor("127.0.0.1:1", "s3cret-value", &id), rdSuccess);
+  ASSERT_NE(std::string(id.internal).find("73336372"), std::string::npos);  // hex of "s3cr"
+  ASSERT_EQ(rdUniqueIdStripSecret(&id), rdSuccess);
+  EXPECT_EQ(std::string(id.internal).find("73336372"), std::string::npos);
+  rdUniqueId again = id;
+  ASSERT_EQ(rdUniqueIdStripSecret(&again), rdSuccess);  // idempotent
+  EXPECT_EQ(std::string(again.internal), std::string(id.internal));
+
+  unsetenv("LIBREDUCE_SECRET");
+  unsetenv("LIBREDUCE_SECRET_FILE");
+  rdComm_t comm = nullptr;
+  EXPECT_EQ(rdCommInitRank(&comm, 1, id, 0), rdInvalidArgument);
+  EXPECT_NE(std::string(rdGetLastError()).find("set LIBREDUCE_SECRET_FILE"), std::string::npos)
+      << rdGetLastError();
+  EXPECT_EQ(comm, nullptr);
+
+  rdUniqueId garbage{};
+  std::strcpy(garbage.internal, "not an id");
+  EXPECT_EQ(rdUniqueIdStripSecret(&garbage), rdInvalidArgument);
+  EXPECT_EQ(rdUniqueIdStripSecret(nullptr), rdInvalidArgument);
+}

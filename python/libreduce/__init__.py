@@ -1,0 +1,28 @@
+"""libreduce: reduction-server all-reduce for distributed training.
+
+Collectives on numpy arrays and any buffer-protocol object::
+
+    import libreduce
+    comm = libreduce.Communicator.from_env()        # under reducectl or torchrun
+    comm.all_reduce(grads)                          # in place, sum over every rank
+    req = comm.all_reduce(grads, op="avg", async_op=True)
+    req.wait(timeout=10.0)
+
+PyTorch: ``import libreduce.torch`` registers the c10d backend ``"libreduce"``.
+"""
+
+from libreduce import _core
+from libreduce.comm import Communicator, Request, unique_id, strip_secret
+from libreduce.errors import (AbortedError, AuthError, ConnectionError, CudaError,
+                              InternalError, InvalidArgumentError, InvalidUsageError,
+                              LibreduceError, OutOfMemoryError, ProtocolError, RemoteError,
+                              SystemCallError, TimeoutError, UnsupportedError)
+
+__version__ = _core.version()
+
+__all__ = [
+    "Communicator", "Request", "unique_id", "strip_secret", "LibreduceError",
+    "InvalidArgumentError", "InvalidUsageError", "UnsupportedError", "SystemCallError",
+    "OutOfMemoryError", "InternalError", "TimeoutError", "RemoteError", "ConnectionError",
+    "AuthError", "AbortedError", "ProtocolError", "CudaError",
+]

@@ -1,0 +1,49 @@
+"""The torch.distributed backend "libreduce".
+
+Importing this module registers the backend::
+
+    import torch.distributed as dist
+    import libreduce.torch  # noqa: F401
+    dist.init_process_group("libreduce")          # under reducectl or torchrun
+
+Every rank joins one libreduce communicator: through the reducers in LIBREDUCE_REDUCERS
+(as reducectl sets them), or a ring among the ranks when there are none. Rank 0 creates the
+communicator id and passes it through the store torch gives the backend, without the job
+secret: each rank reads the secret from its own LIBREDUCE_SECRET_FILE. The group's timeout
+bounds every wait for a peer, so a dead rank or reducer makes wait() raise within it.
+"""
+
+import datetime
+
+import torch.distributed as dist
+
+from libreduce import _core
+from libreduce._torch import TORCH_VERSION_MAJOR, ProcessGroupLibreduce
+
+BACKEND_NAME = "libreduce"
+_ID_KEY = "libreduce/unique_id"
+
+
+def _create(store, rank, size, timeout):
+    """The creator torch calls with the group's (prefix) store, rank, size and timeout."""
+    if isinstance(timeout, (int, float)):
+        timeout = datetime.timedelta(seconds=timeout)
+    if rank == 0:
+        store.set(_ID_KEY, _core.strip_secret(_core.unique_id()))
+    unique_id = store.get(_ID_KEY)  # blocks until rank 0 has set it (store timeout)
+    return ProcessGroupLibreduce(unique_id, rank, size, timeout)
+
+
+def _register():
+    if BACKEND_NAME.upper() in getattr(dist.Backend, "_plugins", {}):
+        return  # imported twice
+    if TORCH_VERSION_MAJOR >= 2:
+        # torch 2 routes by device; CUDA tensors are staged through host memory.
+        dist.Backend.register_backend(BACKEND_NAME, _create, devices=["cpu", "cuda"])
+    else:
+        dist.Backend.register_backend(BACKEND_NAME, _create)
+
+
+_register()
+
+__all__ = ["BACKEND_NAME", "ProcessGroupLibreduce"]

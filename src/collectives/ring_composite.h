@@ -1,0 +1,22 @@
+// Collectives other than all-reduce on a communicator without reducers, run as one ring
+// all-reduce each: correct for every dtype and exact (data movement is a uint8 sum with
+// zeros), though not bandwidth-optimal (all-gather and broadcast move n times the bytes of a
+// dedicated ring algorithm). This keeps every collective available where frameworks need them
+// (DDP's start-up broadcast and all-gather) without reducers.
+#pragma once
+
+#include <cstdint>
+
+#include "collectives/operation.h"
+#include "libreduce/reduce.h"
+
+namespace rd::coll {
+
+/**
+ * Rewrites @p desc (a reduce-scatter, all-gather, broadcast or barrier of rank @p rank of
+ * @p nranks) into the ring all-reduce that computes it, preparing the caller's receive buffer
+ * or a scratch buffer the operation owns. The caller's buffers are checked already.
+ */
+rdResult_t asRingAllReduce(OpDesc* desc, uint32_t rank, uint32_t nranks);
+
+}  // namespace rd::coll

@@ -1,0 +1,131 @@
+"""Fixtures for the Python suite: the freshly built package, real reduce-server processes and
+groups of real worker processes.
+
+LIBREDUCE_BUILD_DIR (default: build/) names the build tree whose python/ package and
+src/reduce-server are tested.
+"""
+
+import os
+import pathlib
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("LIBREDUCE_BUILD_DIR", ROOT / "build")).resolve()
+PACKAGE_DIR = BUILD / "python"
+REDUCE_SERVER = BUILD / "src" / "reduce-server"
+REDUCECTL = BUILD / "src" / "reducectl"
+WORKERS = pathlib.Path(__file__).resolve().parent / "workers"
+
+sys.path.insert(0, str(PACKAGE_DIR))
+
+
+def has_torch_backend():
+    return any(PACKAGE_DIR.glob("libreduce/_torch*.so"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Reducers:
+    """reduce-server processes on loopback, stopped (and reaped) by the fixture."""
+
+    def __init__(self, tmp_path):
+        self.tmp_path = tmp_path
+        self.procs = []
+        self.addresses = []
+        self.secret_file = tmp_path / "secret"
+        self.secret_file.write_text(secrets.token_hex(16) + "\n")
+        self.secret_file.chmod(0o600)
+
+    def start(self, count, secret_file=None):
+        for _ in range(count):
+            proc = subprocess.Popen(
+                [str(REDUCE_SERVER), "--listen", "127.0.0.1:0", "--secret-file",
+                 str(secret_file or self.secret_file), "--memory-limit", "256M"],
+                stdout=subprocess.PIPE, text=True)
+            self.procs.append(proc)
+            line = proc.stdout.readline()  # the ready line, or "" if it died
+            assert line.startswith("LIBREDUCE_REDUCER_READY"), "reduce-server did not start"
+            self.addresses.append(line.split("address=")[1].split()[0])
+        return ",".join(self.addresses)
+
+    def kill(self, index):
+        self.procs[index].kill()
+        self.procs[index].wait()
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+@pytest.fixture
+def reducers(tmp_path):
+    r = Reducers(tmp_path)
+    yield r
+    r.stop()
+
+
+def worker_env(rank, size, port, reducers=None, secret_file=None, extra=None):
+    """The environment reducectl or torchrun would give rank @p rank."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIBREDUCE_")}
+    env.update({
+        "RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(rank),
+        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+        "PYTHONPATH": str(PACKAGE_DIR), "OMP_NUM_THREADS": "1",
+        "LIBREDUCE_LOG_LEVEL": "error",
+    })
+    if reducers:
+        env["LIBREDUCE_REDUCERS"] = reducers
+    if secret_file:
+        env["LIBREDUCE_SECRET_FILE"] = str(secret_file)
+    env.update(extra or {})
+    return env
+
+
+def run_ranks(script, size, args=(), reducers=None, secret_file=None, timeout=120, extra=None,
+              per_rank_extra=None):
+    """Runs @p script (in tests/python/workers) as @p size ranks; returns [(rc, output)] in
+    rank order. Every process is killed if the group outlives @p timeout seconds."""
+    port = free_port()
+    procs = []
+    for rank in range(size):
+        env = worker_env(rank, size, port, reducers, secret_file, extra)
+        env.update((per_rank_extra or {}).get(rank, {}))
+        procs.append(subprocess.Popen(
+            [sys.executable, str(WORKERS / script), *map(str, args)], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True))
+    deadline = time.monotonic() + timeout
+    results = []
+    try:
+        for p in procs:
+            out, _ = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            results.append((p.returncode, out))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    return results
+
+
+def assert_all_ok(results):
+    for rank, (rc, out) in enumerate(results):
+        assert rc == 0, "rank %d exited %d:\n%s" % (rank, rc, out)

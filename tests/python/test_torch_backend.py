@@ -1,0 +1,60 @@
+"""The c10d backend "libreduce" under real torch.distributed, with real reduce-server
+processes (and the ring, without reducers): collectives on every dtype and op, argument
+errors, a rank that dies, and what travels through torch's store."""
+
+import datetime
+import re
+
+import pytest
+
+from conftest import assert_all_ok, has_torch_backend, run_ranks
+
+pytestmark = pytest.mark.skipif(not has_torch_backend(), reason="built without torch")
+
+
+@pytest.mark.parametrize("ranks, reducer_count", [(2, 2), (3, 2), (2, 0), (3, 0)])
+def test_collectives(reducers, ranks, reducer_count):
+    addresses = reducers.start(reducer_count) if reducer_count else None
+    results = run_ranks("torch_worker.py", ranks, ["collectives"], reducers=addresses,
+                        secret_file=reducers.secret_file, timeout=150)
+    assert_all_ok(results)
+    assert all("COLLECTIVES OK" in out for _, out in results)
+
+
+def test_bad_input_raises_at_the_call(reducers):
+    addresses = reducers.start(1)
+    results = run_ranks("torch_worker.py", 2, ["bad_input"], reducers=addresses,
+                        secret_file=reducers.secret_file, timeout=90)
+    assert_all_ok(results)
+    assert all("BAD INPUT OK" in out for _, out in results)
+
+
+@pytest.mark.parametrize("reducer_count", [2, 0])
+def test_dead_rank_makes_wait_raise_within_the_timeout(reducers, reducer_count):
+    timeout_s = 5
+    addresses = reducers.start(reducer_count) if reducer_count else None
+    results = run_ranks("torch_worker.py", 3, ["dead_rank", timeout_s], reducers=addresses,
+                        secret_file=reducers.secret_file, timeout=90)
+    assert_all_ok(results)
+    for _, out in results[:2]:
+        found = re.search(r"RAISED after ([0-9.]+) s: libreduce allreduce failed: (.*)", out)
+        assert found, out
+        assert float(found.group(1)) <= timeout_s + 2, out
+        assert "rank 2" in found.group(2) or "ring neighbour" in found.group(2), out
+
+
+def test_the_store_never_carries_the_secret(tmp_path, monkeypatch):
+    import torch.distributed as dist
+
+    import libreduce.torch as backend
+
+    secret = tmp_path / "secret"
+    secret.write_text("do-not-leak\n")
+    monkeypatch.setenv("LIBREDUCE_SECRET_FILE", str(secret))
+    monkeypatch.delenv("LIBREDUCE_REDUCERS", raising=False)
+    store = dist.HashStore()
+    group = backend._create(store, 0, 1, datetime.timedelta(seconds=10))
+    published = store.get("libreduce/unique_id")
+    assert b"do-not-leak".hex().encode() not in published and b"do-not-leak" not in published
+    assert group.getBackendName() if hasattr(group, "getBackendName") else True
+    assert dist.Backend.LIBREDUCE == "LIBREDUCE"

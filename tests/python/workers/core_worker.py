@@ -1,0 +1,59 @@
+"""One rank of the core-binding tests: libreduce.Communicator.from_env() on numpy arrays.
+
+  core_worker.py SCENARIO
+collectives  every collective, sync and async, several dtypes; prints "CORE OK".
+join         only joins, then closes; prints "JOINED" (or the exception's class and message).
+"""
+
+import sys
+
+import numpy as np
+
+import libreduce
+
+
+def collectives(comm):
+    rank, size = comm.rank, comm.size
+    for dtype in (np.float32, np.float64, np.float16, np.int32, np.int64, np.uint8, np.int8):
+        a = (np.arange(10) + rank).astype(dtype)
+        comm.all_reduce(a)
+        assert np.array_equal(a, (np.arange(10) * size + size * (size - 1) // 2).astype(dtype)), a
+    # Out of place, another op, asynchronous with a bounded wait.
+    src = np.full(1000, rank + 1, dtype=np.float32)
+    dst = np.zeros_like(src)
+    req = comm.all_reduce(src, "max", out=dst, async_op=True)
+    assert req.wait(timeout=30) and req.test()
+    assert req.result is dst and np.all(dst == size) and np.all(src == rank + 1)
+    # bfloat16 carried in uint16 (1.0 = 0x3f80).
+    bf = np.full(8, 0x3F80, dtype=np.uint16)
+    comm.all_reduce(bf, dtype="bfloat16")
+    assert np.all(bf == {1: 0x3F80, 2: 0x4000, 3: 0x4040, 4: 0x4080}[size]), bf
+    # reduce_scatter / all_gather allocate their output when none is given.
+    part = comm.reduce_scatter(np.arange(size * 4, dtype=np.int64))
+    assert np.array_equal(part, size * np.arange(rank * 4, rank * 4 + 4)), part
+    gathered = comm.all_gather(np.full(3, rank, dtype=np.int32))
+    assert np.array_equal(gathered, np.repeat(np.arange(size), 3)), gathered
+    # Broadcast of a bytearray (any buffer-protocol object).
+    buf = bytearray(b"root" if rank == size - 1 else b"\0\0\0\0")
+    comm.broadcast(buf, root=size - 1)
+    assert bytes(buf) == b"root"
+    comm.barrier()
+    assert comm.async_error() is None
+    print("CORE OK")
+
+
+def main():
+    try:
+        comm = libreduce.Communicator.from_env()
+    except libreduce.LibreduceError as e:
+        print("%s: %s" % (type(e).__name__, e))
+        return
+    with comm:
+        if sys.argv[1] == "collectives":
+            collectives(comm)
+        else:
+            print("JOINED")
+
+
+if __name__ == "__main__":
+    main()
