@@ -8,6 +8,7 @@ set(LIBREDUCE_WITH_UCX AUTO CACHE STRING "UCX transport (AUTO/ON/OFF)")
 set(LIBREDUCE_WITH_HWLOC AUTO CACHE STRING "hwloc thread/memory binding (AUTO/ON/OFF)")
 set(LIBREDUCE_WITH_TORCH AUTO CACHE STRING "PyTorch c10d backend (AUTO/ON/OFF)")
 set(LIBREDUCE_WITH_BASELINES AUTO CACHE STRING "Gloo / MPI baseline benchmarks (AUTO/ON/OFF)")
+set(LIBREDUCE_WITH_NCCL_PLUGIN AUTO CACHE STRING "NCCL Net + CollNet plugin libnccl-net-libreduce.so (AUTO/ON/OFF)")
 option(LIBREDUCE_BUILD_TESTS "Build the test suite" ON)
 option(LIBREDUCE_BUILD_BENCH "Build the benchmarks" ON)
 set(LIBREDUCE_SANITIZE "" CACHE STRING "Sanitizers to build with, e.g. address,undefined")
@@ -61,6 +62,11 @@ if(PkgConfig_FOUND)
 endif()
 rd_resolve_option(LIBREDUCE_WITH_UCX "${_ucx_found}" "UCX not found (apt-get install libucx-dev)")
 rd_resolve_option(LIBREDUCE_WITH_HWLOC "${_hwloc_found}" "hwloc not found (apt-get install libhwloc-dev)")
+
+# --- NCCL plugin: host code over the UCX transport; it declares NCCL's plugin ABI itself, so
+# neither NCCL nor CUDA is needed to build it.
+rd_resolve_option(LIBREDUCE_WITH_NCCL_PLUGIN "${LIBREDUCE_WITH_UCX_ENABLED}"
+                  "it needs the UCX transport (LIBREDUCE_WITH_UCX)")
 
 # --- The Python package: pybind11 and the headers of the system interpreter (python3-dev).
 set(LIBREDUCE_WITH_PYTHON AUTO CACHE STRING "Python package libreduce (AUTO/ON/OFF)")

@@ -1,7 +1,7 @@
 # One block at the end of configuration saying what this build contains and why parts are off.
 message(STATUS "")
 message(STATUS "libreduce ${PROJECT_VERSION} configuration")
-foreach(_part CUDA UCX HWLOC PYTHON TORCH BASELINES)
+foreach(_part CUDA UCX HWLOC NCCL_PLUGIN PYTHON TORCH BASELINES)
   string(TOLOWER ${_part} _lower)
   if(LIBREDUCE_WITH_${_part}_ENABLED)
     message(STATUS "  ${_lower}: ON")

@@ -58,6 +58,8 @@ std::string envOr(const char* name, const char* fallback) {
   return v != nullptr && v[0] != '\0' ? v : fallback;
 }
 
+}  // namespace
+
 std::string routableHost() {
   std::string configured = settings::rawValue(settings::Id::kListenHost);
   if (!configured.empty()) return configured;
@@ -68,8 +70,6 @@ std::string routableHost() {
   }
   return "127.0.0.1";
 }
-
-}  // namespace
 
 rdResult_t startRendezvous(const std::string& host, uint16_t port, const std::string& secret,
                            std::string* address) {
@@ -95,11 +95,16 @@ rdResult_t startRendezvous(const std::string& host, uint16_t port, const std::st
 }
 
 rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret, rdUniqueId* id) {
+  uint64_t comm_id = 0;
+  RD_CHECK(auth::randomBytes(&comm_id, sizeof comm_id));
+  return makeUniqueIdWithCommId(reducers, secret, comm_id, id);
+}
+
+rdResult_t makeUniqueIdWithCommId(const std::string& reducers, const std::string& secret,
+                                  uint64_t comm_id, rdUniqueId* id) {
   if (id == nullptr) return setError(rdInvalidArgument, "id is NULL");
   std::vector<std::string> list;
   RD_CHECK(parseReducerList(reducers, &list));
-  uint64_t comm_id = 0;
-  RD_CHECK(auth::randomBytes(&comm_id, sizeof comm_id));
   std::string rendezvous;
   if (list.empty()) RD_CHECK(startRendezvous(routableHost(), 0, secret, &rendezvous));
   std::string text = std::string(kIdTag) + ";" + std::to_string(comm_id | 1) + ";" + hex(secret) +

@@ -13,6 +13,17 @@ namespace rd::coll {
 /** Fills @p id with a fresh random comm id, the reducer list and the secret. */
 rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret, rdUniqueId* id);
 
+/**
+ * makeUniqueId with a comm id the caller chose: ranks that agree on @p comm_id, the reducers and
+ * the secret build equal ids on their own (the NCCL plugin derives the comm id from the handle
+ * rank 0 published). Ids of communicators alive at once on the same reducers must differ.
+ */
+rdResult_t makeUniqueIdWithCommId(const std::string& reducers, const std::string& secret,
+                                  uint64_t comm_id, rdUniqueId* id);
+
+/** LIBREDUCE_LISTEN_HOST, else this host's address toward the network, else 127.0.0.1. */
+std::string routableHost();
+
 /** Reads an id made by makeUniqueId into @p config (reducers, rendezvous, comm id, secret). */
 rdResult_t readUniqueId(const rdUniqueId& id, CommConfig* config);
 

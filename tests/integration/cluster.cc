@@ -130,6 +130,13 @@ std::vector<Process*> Cluster::startWorkers(
     int n, const std::string& reducers, const std::vector<std::string>& args,
     const std::map<std::string, std::string>& env,
     const std::map<int, std::map<std::string, std::string>>& per_rank_env) {
+  return startPrograms(RD_WORKER_CHECK_BIN, n, reducers, args, env, per_rank_env);
+}
+
+std::vector<Process*> Cluster::startPrograms(
+    const std::string& binary, int n, const std::string& reducers,
+    const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+    const std::map<int, std::map<std::string, std::string>>& per_rank_env) {
   std::string comm = "test-" + std::to_string(getpid()) + "-" + std::to_string(next_comm_++);
   std::vector<Process*> out;
   for (int r = 0; r < n; ++r) {
@@ -143,7 +150,7 @@ std::vector<Process*> Cluster::startWorkers(
     if (it != per_rank_env.end()) {
       for (const auto& [k, v] : it->second) e[k] = v;
     }
-    std::vector<std::string> argv = {RD_WORKER_CHECK_BIN};
+    std::vector<std::string> argv = {binary};
     argv.insert(argv.end(), args.begin(), args.end());
     out.push_back(spawn(argv, e));
   }

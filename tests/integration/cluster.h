@@ -48,6 +48,14 @@ class Cluster {
       const std::map<std::string, std::string>& env = {},
       const std::map<int, std::map<std::string, std::string>>& per_rank_env = {});
 
+  /**
+   * Like startWorkers, with @p binary instead of rd_worker_check (e.g. the NCCL plugin harness).
+   */
+  std::vector<Process*> startPrograms(
+      const std::string& binary, int n, const std::string& reducers,
+      const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
+      const std::map<int, std::map<std::string, std::string>>& per_rank_env = {});
+
   /** Waits until every process in @p procs exits or @p limit passes; returns false on timeout. */
   bool wait(const std::vector<Process*>& procs, std::chrono::milliseconds limit);
 

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# GPU check of the NCCL plugin, for a machine with an NVIDIA GPU, CUDA and NCCL (CI has none).
+# Builds libnccl-net-libreduce.so and reduce-server, starts two reducers, and runs real NCCL with
+# 2 and 4 ranks on the one GPU as separate "nodes" (a distinct NCCL_HOSTID each), so that NCCL
+# crosses "nodes" through the plugin: NCCL_NET_PLUGIN=libreduce, NCCL_COLLNET_ENABLE=1. Every
+# all-reduce result is checked, and the NCCL_DEBUG=INFO logs must show the plugin loaded and
+# CollNet all-reduces going through the reducers. If NCCL's tuner does not pick CollNet on its
+# own, the run is repeated with NCCL_ALGO forcing it (and the summary says so). Then the same
+# with torch.distributed (backend "nccl"), when python3 can import torch with CUDA.
+#
+#   scripts/gpu_nccl_check.sh        logs go to $OUT when set, else build-gpu-nccl/logs
+#
+# Budget: GPU_CHECK_BUDGET_S (default 540 s). Only processes this script started are stopped.
+# Exit status 0 only when every step that could run passed and CollNet was seen in use.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+
+budget=${GPU_CHECK_BUDGET_S:-540}
+build="build-gpu-nccl"
+logs=${OUT:-$build/logs}
+mkdir -p "$logs"
+export PATH="$PATH:/usr/local/cuda/bin"
+nccl_home=${NCCL_HOME:-/usr/local/cuda}
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done' EXIT
+
+allow() {  # seconds for a step: at most $1, never past the budget
+  local left=$((budget - SECONDS - 10))
+  ((left < $1)) && echo $((left > 5 ? left : 5)) || echo "$1"
+}
+have() { command -v "$1" >/dev/null 2>&1; }
+
+check_tools() {
+  echo "== machine"
+  have nvidia-smi && nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv |
+    tee "$logs/nvidia-smi.csv"
+  local ok=1
+  for tool in cmake g++; do have $tool || { echo "missing: $tool"; ok=0; }; done
+  [[ -f $nccl_home/include/nccl.h ]] || { echo "missing: nccl.h under $nccl_home (set NCCL_HOME)"; ok=0; }
+  ls "$nccl_home"/lib*/libnccl.so* >/dev/null 2>&1 || { echo "missing: libnccl under $nccl_home"; ok=0; }
+  ((ok))
+}
+
+build_all() {
+  local generator=Ninja
+  have ninja || generator="Unix Makefiles"
+  echo "== build ($build): nccl_net_libreduce reduce-server, nccl_allreduce_check"
+  timeout "$(allow 120)" cmake -S . -B "$build" -G "$generator" -DLIBREDUCE_WITH_NCCL_PLUGIN=ON \
+    -DLIBREDUCE_WITH_CUDA=OFF -DLIBREDUCE_BUILD_TESTS=OFF -DLIBREDUCE_BUILD_BENCH=OFF \
+    -DLIBREDUCE_WITH_TORCH=OFF -DLIBREDUCE_WITH_BASELINES=OFF >"$logs/configure.log" 2>&1 &&
+    timeout "$(allow 240)" cmake --build "$build" -j "$(nproc)" --target nccl_net_libreduce reduce-server \
+      >"$logs/build.log" 2>&1 &&
+    g++ -std=c++17 -O2 -I"$nccl_home/include" tests/nccl_plugin/gpu/nccl_allreduce_check.cc \
+      -L"$nccl_home/lib64" -L"$nccl_home/lib" -lnccl -lcudart -o "$build/nccl_allreduce_check" \
+      >>"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log" "$logs/configure.log"; return 1; }
+}
+
+start_reducers() {  # sets $reducers to "host:port,host:port"
+  local list=()
+  for i in 0 1; do
+    rm -f "$logs/reducer$i.ready"
+    "$build/src/reduce-server" --listen 127.0.0.1:0 --ready-file "$logs/reducer$i.ready" \
+      >"$logs/reducer$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in 0 1; do
+    for _ in $(seq 100); do [[ -s $logs/reducer$i.ready ]] && break; sleep 0.1; done
+    list+=("$(sed -n 's/.*address=\([^ ]*\).*/\1/p' "$logs/reducer$i.ready")")
+  done
+  reducers=$(IFS=,; echo "${list[*]}")
+  echo "reducers: $reducers"
+  [[ $reducers != *,* || $reducers == ,* || $reducers == *, ]] && return 1
+  return 0
+}
+
+# run_ranks NAME N FORCE CMD...: N ranks of CMD, each its own "node"; logs in $logs/NAME.rankR.
+run_ranks() {
+  local name=$1 n=$2 force=$3
+  shift 3
+  local dir="$logs/$name.exchange" rank_pids=() rc=0
+  rm -rf "$dir" && mkdir -p "$dir"
+  for ((r = 0; r < n; r++)); do
+    env RANK="$r" WORLD_SIZE="$n" LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + n)) \
+      CUDA_VISIBLE_DEVICES=0 NCCL_HOSTID="libreduce-node-$r" \
+      NCCL_NET_PLUGIN=libreduce LD_LIBRARY_PATH="$PWD/$build/src/nccl_plugin:${LD_LIBRARY_PATH:-}" \
+      NCCL_COLLNET_ENABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,COLL,TUNING,GRAPH \
+      ${force:+NCCL_ALGO=$force} LIBREDUCE_REDUCERS="$reducers" LIBREDUCE_TIMEOUT_MS=30000 \
+      timeout "$(allow 150)" "$@" "$dir" >"$logs/$name.rank$r.log" 2>&1 &
+    rank_pids+=($!)
+  done
+  for p in "${rank_pids[@]}"; do wait "$p" || rc=1; done
+  local passed collnet loaded
+  passed=$(grep -l "CHECK PASSED" "$logs/$name".rank*.log 2>/dev/null | wc -l)
+  loaded=$(grep -lE "NET/libreduce|Using network libreduce|Loaded net plugin" "$logs/$name".rank*.log | wc -l)
+  collnet=$(grep -l "first iallreduce through the reducers" "$logs/$name".rank*.log | wc -l)
+  echo "$name: $passed/$n ranks passed, plugin in $loaded/$n logs, CollNet all-reduce in $collnet/$n logs"
+  grep -hE "CollNet|collNet" "$logs/$name".rank0.log | head -5 | sed 's/^/    /'
+  ((rc == 0 && passed == n && loaded == n)) || return 1
+  ((collnet == n)) || return 2
+}
+
+# nccl_step NAME N CMD...: the default tuner first, then CollNet forced if it was not chosen.
+nccl_step() {
+  local name=$1 n=$2
+  shift 2
+  run_ranks "$name" "$n" "" "$@"
+  case $? in
+    0) results+=("$name: PASSED, CollNet chosen by NCCL's tuner") ;;
+    2)
+      if run_ranks "$name-forced" "$n" "CollNetChain,CollNetDirect" "$@"; then
+        results+=("$name: PASSED, CollNet used with NCCL_ALGO=CollNetChain,CollNetDirect (the tuner chose another algorithm)")
+      else
+        results+=("$name: FAILED (CollNet not used, or wrong results, even when forced)"); status=1
+      fi ;;
+    *) results+=("$name: FAILED (see $logs/$name.rank*.log)"); status=1 ;;
+  esac
+}
+
+main() {
+  status=0
+  results=()
+  check_tools || { echo "RESULT: cannot run (missing tools)"; return 1; }
+  build_all || { echo "RESULT: build failed"; return 1; }
+  start_reducers || { echo "RESULT: reducers did not start"; return 1; }
+  for n in 2 4; do nccl_step "nccl-$n" "$n" "$build/nccl_allreduce_check"; done
+  if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    for n in 2 4; do
+      nccl_step "torch-$n" "$n" python3 tests/nccl_plugin/gpu/torch_allreduce_check.py
+    done
+  else
+    results+=("torch: SKIPPED (python3 cannot import torch with CUDA)")
+  fi
+  echo "== summary (${SECONDS}s of ${budget}s)"
+  printf '%s\n' "${results[@]}"
+  return $status
+}
+
+main 2>&1 | tee "$logs/summary.log"
+exit "${PIPESTATUS[0]}"

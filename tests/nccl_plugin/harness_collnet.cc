@@ -1,0 +1,299 @@
+// CollNet checks: reduceSupport says exactly what the kernels reduce; all-reduces of every dtype
+// and operator with inputs whose results are exact in every type, several in flight; windowed
+// all-gather and reduce-scatter as NCCL's CollNet Direct slices them.
+#include <cmath>
+#include <cstring>
+
+#include "harness.h"
+
+namespace rd::test {
+
+namespace {
+
+constexpr int kNumTypes = 10;  // int8 .. bfloat16, numbered as NCCL numbers them
+constexpr int kNumOps = 5;     // sum, prod, max, min, avg
+constexpr int kFloat32 = 7;
+constexpr int kUint8 = 1;
+const size_t kTypeSize[kNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+
+uint16_t halfFromFloat(float f) {  // exact for the small integers the tests use
+  uint32_t bits = 0;
+  std::memcpy(&bits, &f, 4);
+  uint32_t sign = (bits >> 16) & 0x8000u;
+  int exp = static_cast<int>((bits >> 23) & 0xff);
+  if (exp == 0) return static_cast<uint16_t>(sign);
+  return static_cast<uint16_t>(sign | static_cast<uint32_t>(exp - 127 + 15) << 10 |
+                               ((bits >> 13) & 0x3ffu));
+}
+
+float floatFromHalf(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits = exp == 0 ? sign : sign | (exp - 15 + 127) << 23 | mant << 13;
+  float f = 0;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+void store(int dtype, void* buf, size_t i, double v) {
+  auto* p = static_cast<char*>(buf) + i * kTypeSize[dtype];
+  auto put = [p](auto x) { std::memcpy(p, &x, sizeof x); };
+  switch (dtype) {
+    case 0: put(static_cast<int8_t>(v)); break;
+    case 1: put(static_cast<uint8_t>(v)); break;
+    case 2: put(static_cast<int32_t>(v)); break;
+    case 3: put(static_cast<uint32_t>(v)); break;
+    case 4: put(static_cast<int64_t>(v)); break;
+    case 5: put(static_cast<uint64_t>(v)); break;
+    case 6: put(halfFromFloat(static_cast<float>(v))); break;
+    case 7: put(static_cast<float>(v)); break;
+    case 8: put(v); break;
+    default: {
+      float f = static_cast<float>(v);
+      uint32_t bits = 0;
+      std::memcpy(&bits, &f, 4);
+      put(static_cast<uint16_t>(bits >> 16));
+    }
+  }
+}
+
+double load(int dtype, const void* buf, size_t i) {
+  const auto* p = static_cast<const char*>(buf) + i * kTypeSize[dtype];
+  auto get = [p](auto x) {
+    std::memcpy(&x, p, sizeof x);
+    return x;
+  };
+  switch (dtype) {
+    case 0: return get(int8_t{});
+    case 1: return get(uint8_t{});
+    case 2: return get(int32_t{});
+    case 3: return get(uint32_t{});
+    case 4: return static_cast<double>(get(int64_t{}));
+    case 5: return static_cast<double>(get(uint64_t{}));
+    case 6: return floatFromHalf(get(uint16_t{}));
+    case 7: return get(float{});
+    case 8: return get(double{});
+    default: {
+      uint32_t bits = static_cast<uint32_t>(get(uint16_t{})) << 16;
+      float f = 0;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    }
+  }
+}
+
+double input(int rank, size_t i) {
+  return static_cast<double>(i % 3) + rank + 1;
+}
+
+double expected(int op, int dtype, int nranks, size_t i) {
+  double sum = 0, prod = 1, mx = -1e300, mn = 1e300;
+  for (int r = 0; r < nranks; ++r) {
+    double v = input(r, i);
+    sum += v;
+    prod *= v;
+    mx = std::max(mx, v);
+    mn = std::min(mn, v);
+  }
+  switch (op) {
+    case 0: return sum;
+    case 1: return prod;
+    case 2: return mx;
+    case 3: return mn;
+    default:
+      return dtype == 6 || dtype == 7 || dtype == 8 || dtype == 9 ? sum / nranks
+                                                                  : std::trunc(sum / nranks);
+  }
+}
+
+struct Op {
+  int dtype = 0;
+  int op = 0;
+  size_t count = 0;
+  std::vector<char> send, recv;
+  void* send_mh = nullptr;
+  void* recv_mh = nullptr;
+  void* req = nullptr;
+};
+
+bool checkAllReduce(const Op& o, int nranks) {
+  double tolerance = o.op == 4 ? 1e-2 : 0;  // avg of floats: sum * (1/n) in the type
+  for (size_t i = 0; i < o.count; ++i) {
+    double want = expected(o.op, o.dtype, nranks, i);
+    double got = load(o.dtype, o.recv.data(), i);
+    if (std::fabs(got - want) > tolerance * std::fabs(want)) {
+      std::fprintf(stderr, "all-reduce dtype %d op %d: element %zu is %g, expected %g\n", o.dtype,
+                   o.op, i, got, want);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Posts @p ops (all in flight together), then tests each to its end and checks it.
+bool runAllReduces(const CollNetApi& coll, const CollSetup& setup, int nranks,
+                   std::vector<Op>& ops) {
+  for (Op& o : ops) {
+    if (coll.regMr(setup.comm, o.send.data(), o.send.size(), &o.send_mh) != ncclSuccess ||
+        coll.regMr(setup.comm, o.recv.data(), o.recv.size(), &o.recv_mh) != ncclSuccess ||
+        coll.iallreduce(setup.comm, o.send.data(), o.recv.data(), o.count, o.dtype, o.op, o.send_mh,
+                        o.recv_mh, &o.req) != ncclSuccess ||
+        o.req == nullptr) {
+      std::fprintf(stderr, "iallreduce dtype %d op %d not posted\n", o.dtype, o.op);
+      return false;
+    }
+  }
+  for (Op& o : ops) {
+    int size = -1;
+    if (!testUntilDone([&](int* done) { return coll.test(o.req, done, &size); }, "iallreduce") ||
+        !checkAllReduce(o, nranks) || coll.deregMr(setup.comm, o.send_mh) != ncclSuccess ||
+        coll.deregMr(setup.comm, o.recv_mh) != ncclSuccess) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Op makeOp(int dtype, int op, size_t count, int rank) {
+  Op o;
+  o.dtype = dtype;
+  o.op = op;
+  o.count = count;
+  o.send.resize(count * kTypeSize[dtype]);
+  o.recv.assign(count * kTypeSize[dtype], 0);
+  for (size_t i = 0; i < count; ++i) store(dtype, o.send.data(), i, input(rank, i));
+  return o;
+}
+
+unsigned char gatherByte(int rank, size_t j) {
+  return static_cast<unsigned char>(rank * 17 + static_cast<int>(j % 241) + 1);
+}
+
+// Window [offset, offset + bytes) of the all-gather of @p per_rank bytes each, into two parts.
+bool allGatherWindow(const CollNetApi& coll, const FileExchange& ex, const CollSetup& setup,
+                     size_t per_rank, size_t offset, size_t bytes) {
+  std::vector<unsigned char> mine(per_rank);
+  for (size_t j = 0; j < per_rank; ++j) mine[j] = gatherByte(ex.rank(), j);
+  size_t begin = static_cast<size_t>(ex.rank()) * per_rank;
+  size_t lo = std::max(begin, offset);  // this rank's bytes in the window start here
+  std::vector<unsigned char> out(bytes, 0);
+  size_t first = bytes / 3;
+  Sge parts[2] = {{out.data(), first}, {out.data() + first, bytes - first}};
+  void* req = nullptr;
+  const void* send = mine.data() + (lo > begin ? lo - begin : 0);
+  if (coll.iallgather(setup.comm, const_cast<void*>(send), 2, parts, per_rank, offset, bytes,
+                      &req) != ncclSuccess ||
+      req == nullptr ||
+      !testUntilDone([&](int* done) { return coll.test(req, done, nullptr); }, "iallgather")) {
+    return false;
+  }
+  for (size_t k = 0; k < bytes; ++k) {
+    size_t global = offset + k;
+    unsigned char want = gatherByte(static_cast<int>(global / per_rank), global % per_rank);
+    if (out[k] != want) {
+      std::fprintf(stderr, "all-gather window at %zu: byte %zu wrong\n", offset, k);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Window of a float32 sum reduce-scatter; this rank's reduced bytes land at the start of recv.
+bool reduceScatterWindow(const CollNetApi& coll, const FileExchange& ex, const CollSetup& setup,
+                         size_t per_rank, size_t offset, size_t bytes) {
+  size_t total = per_rank * static_cast<size_t>(ex.nranks()) / 4;
+  std::vector<float> in(total);
+  for (size_t j = 0; j < total; ++j) in[j] = static_cast<float>(j % 7 + ex.rank());
+  std::vector<float> out(per_rank / 4, -1.0f);
+  char* window = reinterpret_cast<char*>(in.data()) + offset;
+  Sge parts[2] = {{window, 12}, {window + 12, bytes - 12}};
+  void* req = nullptr;
+  if (coll.ireducescatter(setup.comm, 2, parts, out.data(), per_rank, offset, bytes, kFloat32, 0,
+                          &req) != ncclSuccess ||
+      req == nullptr ||
+      !testUntilDone([&](int* done) { return coll.test(req, done, nullptr); }, "ireducescatter")) {
+    return false;
+  }
+  size_t begin = static_cast<size_t>(ex.rank()) * per_rank;
+  size_t lo = std::max(begin, offset);
+  size_t hi = std::min(begin + per_rank, offset + bytes);
+  int n = ex.nranks();
+  for (size_t b = lo; b < hi; b += 4) {
+    size_t j = b / 4;
+    float want = static_cast<float>(n * (j % 7)) + static_cast<float>((n * (n - 1)) >> 1);
+    float got = out[(b - lo) / 4];
+    if (got != want) {
+      std::fprintf(stderr, "reduce-scatter element %zu is %g, expected %g\n", j, got, want);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool collNetQueries(const CollNetApi& coll) {
+  int ndev = 0, ptr = 0;
+  if (coll.devices(&ndev) != ncclSuccess || ndev != 1 || coll.properties(0, &ptr) != ncclSuccess ||
+      (ptr & kNcclPtrHost) == 0) {
+    std::fprintf(stderr, "CollNet devices/properties wrong: ndev %d ptr %d\n", ndev, ptr);
+    return false;
+  }
+  for (int dtype = 0; dtype <= kNumTypes + 1; ++dtype) {  // 10, 11: fp8 types NCCL may pass
+    for (int op = 0; op <= kNumOps; ++op) {               // 5: a pre-multiplied sum
+      int supported = -1;
+      if (coll.reduceSupport(dtype, op, &supported) != ncclSuccess) return false;
+      int want = dtype < kNumTypes && op < kNumOps ? 1 : 0;
+      if (supported != want) {
+        std::fprintf(stderr, "reduceSupport(%d, %d) = %d, expected %d\n", dtype, op, supported,
+                     want);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool collNetConnect(const CollNetApi& coll, const FileExchange& ex, CollSetup* setup,
+                    ncclResult_t* result) {
+  char handle[kNcclNetHandleMaxSize] = {};
+  *result = coll.listen(handle, &setup->listen);
+  if (*result != ncclSuccess) return false;
+  std::vector<std::string> all;
+  if (!ex.allGather("coll", std::string(handle, sizeof handle), &all)) return false;
+  std::vector<void*> handles;
+  handles.reserve(all.size());
+  for (std::string& h : all) handles.push_back(h.data());
+  *result = coll.connect(handles.data(), ex.nranks(), ex.rank(), setup->listen, &setup->comm);
+  return *result == ncclSuccess && setup->comm != nullptr;
+}
+
+bool collNetCollectives(const CollNetApi& coll, const FileExchange& ex, const CollSetup& setup) {
+  int rank = ex.rank(), n = ex.nranks();
+  std::vector<Op> batch;
+  for (int dtype = 0; dtype < kNumTypes; ++dtype) {
+    for (int op = 0; op < kNumOps; ++op) batch.push_back(makeOp(dtype, op, 1000, rank));
+    if (!runAllReduces(coll, setup, n, batch)) return false;  // one dtype's ops in flight at once
+    batch.clear();
+  }
+  batch.push_back(makeOp(kFloat32, 0, (3u << 20) / 4 + 7, rank));  // several chunks per reducer
+  batch.push_back(makeOp(kUint8, 0, 0, rank));                     // empty
+  batch.push_back(makeOp(kFloat32, 2, 1, rank));
+  if (!runAllReduces(coll, setup, n, batch)) return false;
+  std::printf("all-reduce ok: %d dtypes x %d ops, large and empty\n", kNumTypes, kNumOps);
+  size_t per_rank = 1000, total = per_rank * static_cast<size_t>(n);
+  if (!allGatherWindow(coll, ex, setup, per_rank, 0, total) ||
+      !allGatherWindow(coll, ex, setup, per_rank, 500, total - 700)) {
+    return false;
+  }
+  size_t rs_per_rank = 400, rs_total = rs_per_rank * static_cast<size_t>(n);
+  if (!reduceScatterWindow(coll, ex, setup, rs_per_rank, 0, rs_total) ||
+      !reduceScatterWindow(coll, ex, setup, rs_per_rank, 200, rs_total - 200)) {
+    return false;
+  }
+  std::printf("all-gather and reduce-scatter windows ok\n");
+  return true;
+}
+
+}  // namespace rd::test

@@ -1,0 +1,191 @@
+// libnccl-net-libreduce.so as NCCL uses it: N harness processes (rd_nccl_plugin_harness) load the
+// plugin, resolve one struct version and run Net transfers and CollNet collectives against real
+// reduce-server processes, for every exported version; then the faults NCCL jobs meet: no
+// reducer reachable, a wrong secret, a rank killed mid-job. Each is bounded in time.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+
+#include "integration/cluster.h"
+
+namespace rd::test {
+namespace {
+
+using std::chrono::seconds;
+
+struct HarnessRun {
+  std::vector<Process*> ranks;
+  bool finished = false;
+};
+
+// Starts @p n harness ranks driving @p version in @p scenario and waits for them.
+HarnessRun runHarness(Cluster& cluster, int n, const std::string& reducers, int version,
+                      const std::string& scenario, std::map<std::string, std::string> env = {},
+                      seconds limit = seconds(240)) {
+  static int next_dir = 0;
+  std::string dir = cluster.dir() + "/exchange" + std::to_string(next_dir++);
+  mkdir(dir.c_str(), 0700);
+  env.emplace("LIBREDUCE_TIMEOUT_MS", "10000");
+  // The plugin's transport thread serves the process until it exits (NCCL before v11 never says
+  // when it is done), and LeakSanitizer's exit-time tracer cannot stop that UCX thread: under
+  // ASan the ranks skip the leak check; every other ASan and UBSan check stays on.
+  if (const char* asan = std::getenv("ASAN_OPTIONS")) {
+    env["ASAN_OPTIONS"] = std::string(asan) + ":detect_leaks=0";
+  }
+  HarnessRun run;
+  run.ranks = cluster.startPrograms(RD_NCCL_PLUGIN_HARNESS_BIN, n, reducers,
+                                    {"--plugin", RD_NCCL_PLUGIN_LIB, "--dir", dir, "--version",
+                                     std::to_string(version), "--scenario", scenario},
+                                    env);
+  run.finished = cluster.wait(run.ranks, limit);
+  return run;
+}
+
+// The milliseconds an "EXPECTED ERROR <what> code=C in M ms" line reports, or -1.
+long long reportedMs(const std::string& output, const std::string& what, int* code) {
+  std::smatch m;
+  std::regex line("EXPECTED ERROR " + what + " code=(\\d+) in (\\d+) ms");
+  if (!std::regex_search(output, m, line)) return -1;
+  *code = std::stoi(m[1]);
+  return std::stoll(m[2]);
+}
+
+uint16_t unusedPort() {  // bound and released: nothing listens there afterwards
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    return 9;  // discard: nothing listens there either
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+class EachVersion : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(EachVersion, NetTransfersAndCollNetCollectivesAreCorrect) {
+  auto [version, nranks] = GetParam();
+  Cluster cluster;
+  auto reducers = cluster.startReducers(2);
+  HarnessRun run = runHarness(cluster, nranks, Cluster::addresses(reducers), version, "full");
+  ASSERT_TRUE(run.finished) << joinedOutput(run.ranks);
+  for (int r = 0; r < nranks; ++r) {
+    const Process* p = run.ranks[r];
+    EXPECT_EQ(p->status, 0) << joinedOutput(run.ranks);
+    std::string resolved = "resolved ncclNetPlugin_v" + std::to_string(version);
+    EXPECT_NE(p->output.find(resolved), std::string::npos) << p->output;
+    EXPECT_NE(p->output.find("HARNESS PASSED version " + std::to_string(version)),
+              std::string::npos)
+        << p->output;
+    EXPECT_NE(p->output.find("first iallreduce through the reducers"), std::string::npos)
+        << p->output;
+    EXPECT_NE(p->output.find("CollNet rank " + std::to_string(r) + " of " + std::to_string(nranks) +
+                             " joined reducers"),
+              std::string::npos)
+        << "no INFO line through NCCL's logger\n"
+        << p->output;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, EachVersion,
+                         ::testing::Combine(::testing::Values(8, 9, 10, 11, 12),
+                                            ::testing::Values(2, 3)),
+                         [](const auto& param_info) {
+                           return "v" + std::to_string(std::get<0>(param_info.param)) + "_" +
+                                  std::to_string(std::get<1>(param_info.param)) + "ranks";
+                         });
+
+TEST(Loading, NewestVersionFirstAsNcclDoes) {
+  Cluster cluster;
+  auto reducers = cluster.startReducers(1);
+  HarnessRun run = runHarness(cluster, 2, Cluster::addresses(reducers), 0, "full");
+  ASSERT_TRUE(run.finished) << joinedOutput(run.ranks);
+  for (const Process* p : run.ranks) {
+    EXPECT_EQ(p->status, 0) << p->output;
+    EXPECT_NE(p->output.find("resolved ncclNetPlugin_v12 and ncclCollNetPlugin_v12"),
+              std::string::npos)
+        << p->output;
+  }
+}
+
+TEST(Faults, NoReducerReachableFailsConnectWithinTheTimeout) {
+  Cluster cluster;
+  std::string nowhere = "127.0.0.1:" + std::to_string(unusedPort());
+  HarnessRun run = runHarness(cluster, 2, nowhere, 0, "connect-error",
+                              {{"LIBREDUCE_TIMEOUT_MS", "3000"}}, seconds(60));
+  ASSERT_TRUE(run.finished) << "connect hung\n" << joinedOutput(run.ranks);
+  for (const Process* p : run.ranks) {
+    EXPECT_EQ(p->status, 0) << p->output;
+    int code = 0;
+    long long ms = reportedMs(p->output, "connect", &code);
+    EXPECT_GE(ms, 0) << p->output;
+    EXPECT_LT(ms, 20000) << p->output;
+    EXPECT_EQ(code, 6) << "ncclRemoteError expected\n" << p->output;
+    EXPECT_NE(p->output.find("[nccl-logger WARN]"), std::string::npos)
+        << "the reason must reach NCCL's logger\n"
+        << p->output;
+    EXPECT_NE(p->output.find(nowhere), std::string::npos) << p->output;
+  }
+}
+
+TEST(Faults, WrongSecretIsRefused) {
+  Cluster cluster;
+  std::string secret_file = cluster.dir() + "/secret";
+  std::ofstream(secret_file) << "plugin-job-secret\n";
+  auto reducers = cluster.startReducers(1, {"--secret-file", secret_file});
+  std::string addresses = Cluster::addresses(reducers);
+
+  HarnessRun right =
+      runHarness(cluster, 2, addresses, 11, "full", {{"LIBREDUCE_SECRET", "plugin-job-secret"}});
+  ASSERT_TRUE(right.finished) << joinedOutput(right.ranks);
+  for (const Process* p : right.ranks) EXPECT_EQ(p->status, 0) << p->output;
+
+  HarnessRun wrong = runHarness(
+      cluster, 2, addresses, 11, "connect-error",
+      {{"LIBREDUCE_SECRET", "not-the-secret"}, {"LIBREDUCE_TIMEOUT_MS", "3000"}}, seconds(60));
+  ASSERT_TRUE(wrong.finished) << joinedOutput(wrong.ranks);
+  for (const Process* p : wrong.ranks) {
+    EXPECT_EQ(p->status, 0) << p->output;
+    int code = 0;
+    EXPECT_GE(reportedMs(p->output, "connect", &code), 0) << p->output;
+    EXPECT_EQ(code, 6) << p->output;
+    EXPECT_NE(p->output.find("auth"), std::string::npos) << p->output;
+  }
+}
+
+TEST(Faults, KilledRankFailsTheOthersInBoundedTime) {
+  Cluster cluster;
+  auto reducers = cluster.startReducers(2);
+  HarnessRun run = runHarness(cluster, 3, Cluster::addresses(reducers), 0, "peer-killed",
+                              {{"LIBREDUCE_TIMEOUT_MS", "5000"}}, seconds(120));
+  ASSERT_TRUE(run.finished) << "a survivor hung\n" << joinedOutput(run.ranks);
+  EXPECT_EQ(run.ranks[2]->status, 128 + SIGKILL) << run.ranks[2]->output;
+  for (int r = 0; r < 2; ++r) {
+    const Process* p = run.ranks[r];
+    EXPECT_EQ(p->status, 0) << joinedOutput(run.ranks);
+    int code = 0;
+    long long ms = reportedMs(p->output, "iallreduce", &code);
+    EXPECT_GE(ms, 0) << p->output;
+    EXPECT_LT(ms, 30000) << p->output;
+    EXPECT_NE(code, 0) << p->output;
+    if (r == 0) {  // rank 0's Net recv comm is from the killed rank
+      long long net_ms = reportedMs(p->output, "irecv", &code);
+      EXPECT_GE(net_ms, 0) << p->output;
+      EXPECT_LT(net_ms, 30000) << p->output;
+      EXPECT_NE(code, 0) << p->output;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rd::test
