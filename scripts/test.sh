@@ -55,7 +55,7 @@ run_pytest() {
   local rc=${PIPESTATUS[0]}
   set -e
   local last count p=0 f=0 s=0
-  last=$(grep -E '^=+ .*(passed|failed|error|skipped).* in [0-9.]+s' "$log" | tail -1)
+  last=$(grep -E '^=+ .*(passed|failed|error|skipped).* in [0-9.]+s' "$log" | tail -1 || true)
   for kind in passed failed error skipped; do
     count=$(grep -oE "[0-9]+ $kind" <<<"$last" | grep -oE '[0-9]+' || true)
     case $kind in

@@ -18,7 +18,13 @@ import datetime
 import torch.distributed as dist
 
 from libreduce import _core
-from libreduce._torch import TORCH_VERSION_MAJOR, ProcessGroupLibreduce
+
+try:
+    from libreduce._torch import TORCH_VERSION_MAJOR, ProcessGroupLibreduce
+except ImportError as e:  # the package was built without torch, or for another torch
+    raise ImportError("libreduce.torch: the PyTorch backend is not usable in this build (%s); "
+                      "build with python3-torch and libtorch-dev installed "
+                      "(LIBREDUCE_WITH_TORCH)" % e) from e
 
 BACKEND_NAME = "libreduce"
 _ID_KEY = "libreduce/unique_id"
