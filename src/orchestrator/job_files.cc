@@ -108,10 +108,29 @@ bool makeSecret(std::string* dir, std::string* secret_file, std::string* error) 
   return true;
 }
 
+namespace {
+
+// A port to try, below the kernel's ephemeral range: a port from that range can be taken
+// meanwhile by any outgoing connection, even by a rank's own connect to it before the server
+// binds (TCP self-connect). 0 (the kernel picks) when there is no room below the range.
+int candidatePort() {
+  int ephemeral_low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
+  constexpr int kLowest = 10000;
+  if (ephemeral_low <= kLowest + 2) return 0;
+  uint32_t r = 0;
+  if (getrandom(&r, sizeof r, 0) != sizeof r) return 0;
+  return kLowest + static_cast<int>(r % static_cast<uint32_t>(ephemeral_low - 1 - kLowest));
+}
+
+}  // namespace
+
 int reserveLocalPort(bool pair, std::set<int>* given) {
   for (int attempt = 0; attempt < 100; ++attempt) {
-    int port = bindLocal(0);
-    if (port == 0) return 0;
+    int want = candidatePort();
+    int port = bindLocal(want);
+    if (port == 0 && want == 0) return 0;
+    if (port == 0) continue;
     if (given->count(port) != 0 || (pair && given->count(port + 1) != 0)) continue;
     if (pair && (port >= 65535 || bindLocal(port + 1) != port + 1)) continue;
     given->insert(port);

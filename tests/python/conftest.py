@@ -7,6 +7,7 @@ src/reduce-server are tested.
 
 import os
 import pathlib
+import random
 import secrets
 import signal
 import socket
@@ -31,9 +32,22 @@ def has_torch_backend():
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below the ephemeral range: a port from that range may be taken meanwhile by
+    an outgoing connection, even a rank's own connect to it (TCP self-connect)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            ephemeral_low = int(f.read().split()[0])
+    except (OSError, ValueError):
+        ephemeral_low = 32768
+    for _ in range(100):
+        port = random.randrange(10000, max(10001, ephemeral_low - 1))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    raise RuntimeError("no free port below %d" % ephemeral_low)
 
 
 class Reducers:
