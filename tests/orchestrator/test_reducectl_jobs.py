@@ -318,15 +318,13 @@ class JobTests(unittest.TestCase):
         # The wrapper shell dies on SIGTERM at once; its child cleans up for a second, which the
         # stop's grace (3 s here) allows.
         done = os.path.join(self.dir, "cleanup-done")
-        armed = os.path.join(self.dir, "trap-set")  # written once the child's trap is set
-        child = (f"trap 'sleep 1; echo ok > {done}; exit 0' TERM; touch {armed}; "
-                 "while :; do sleep 0.1; done")
+        child = f"trap 'sleep 1; echo ok > {done}; exit 0' TERM; while :; do sleep 0.1; done"
         spec = self.write_spec([pool(1, sh(f'sh -c "{child}"; echo wrapper-end'))])
         proc = self.start(spec)
         deadline = time.monotonic() + 30
-        while not os.path.exists(armed) and time.monotonic() < deadline:
+        while len(job_processes(self.job_id)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        self.assertTrue(os.path.exists(armed), "the child never started")
+        time.sleep(0.3)  # the child's trap is set
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
         self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
