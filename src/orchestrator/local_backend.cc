@@ -68,7 +68,10 @@ class LocalJob {
   void pollOnce(int timeout_ms);
   void onSignal(int sig);
   void reapChildren();
-  void onExit(Replica& r, int status);
+  // @p group_lingers: what the replica started still runs (being stopped) and may still write
+  // to its pipes, which stay open until they are drained to the end.
+  void onExit(Replica& r, int status, bool group_lingers = false);
+  void closeOutput(pid_t pgid);
   void failOrRestart(Replica& r, const std::string& cause);
   void pruneLingering();
   void restoreSignals();
@@ -373,12 +376,14 @@ void LocalJob::reapChildren() {
     for (auto& r : replicas_) {
       if (r.running && r.proc.pid == pid) replica = &r;
     }
+    bool lingers = false;
     if (replica != nullptr && !replica->signalled) {
       signalGroup(pid, SIGKILL);  // whatever the replica started dies with it
     } else if (replica != nullptr) {
       // Being stopped: what it started keeps the stop's grace (a wrapper script that does not
       // exec ends first); killed at the stop deadline at the latest.
       lingering_.push_back(pid);
+      lingers = true;
     }
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -390,7 +395,7 @@ void LocalJob::reapChildren() {
     }
     if (replica == nullptr) continue;  // a process a replica left behind, reparented to us
     if (!replica->signalled) guard_.forget(pid);
-    onExit(*replica, status);
+    onExit(*replica, status, lingers);
   }
 }
 
@@ -402,14 +407,26 @@ void LocalJob::pruneLingering() {
       alive.push_back(pgid);
     } else {
       guard_.forget(pgid);
+      closeOutput(pgid);
     }
   }
   lingering_ = std::move(alive);
 }
 
-void LocalJob::onExit(Replica& r, int status) {
-  drain(r, false, true);
-  drain(r, true, true);
+// The last of a replica's output once nobody of its group is left to write it.
+void LocalJob::closeOutput(pid_t pgid) {
+  for (auto& r : replicas_) {
+    if (r.running || r.proc.pid != pgid) continue;
+    drain(r, false, true);
+    drain(r, true, true);
+  }
+}
+
+void LocalJob::onExit(Replica& r, int status, bool group_lingers) {
+  // A lingering group keeps the pipes: closing them now would kill a child that is cleaning up
+  // with SIGPIPE at its next line of output (a shell reporting its own child's signal).
+  drain(r, false, !group_lingers);
+  drain(r, true, !group_lingers);
   r.running = false;
   r.ended = true;
   r.exit_code = exitCodeOf(status);
@@ -598,7 +615,10 @@ void LocalJob::cleanup() {
   }
   // Processes that left their replica's group (setsid, daemons) were reparented to us.
   killStrayChildren(guard_.pid());
-  for (pid_t pgid : lingering_) guard_.forget(pgid);
+  for (pid_t pgid : lingering_) {
+    guard_.forget(pgid);
+    closeOutput(pgid);
+  }
   lingering_.clear();
   for (auto& r : replicas_) {
     if (r.log_fd >= 0) close(r.log_fd);

@@ -316,19 +316,23 @@ class JobTests(unittest.TestCase):
 
     def test_stop_grace_reaches_what_a_wrapper_started(self):
         # The wrapper shell dies on SIGTERM at once; its child cleans up for a second, which the
-        # stop's grace (3 s here) allows.
+        # stop's grace (3 s here) allows. The child writes while it cleans up (and its shell
+        # reports the signal of its own child on stderr): the pipes must stay open for it.
         done = os.path.join(self.dir, "cleanup-done")
-        child = f"trap 'sleep 1; echo ok > {done}; exit 0' TERM; while :; do sleep 0.1; done"
+        ready = os.path.join(self.dir, "trap-set")
+        child = (f"trap 'sleep 0.5; echo cleaning up; sleep 0.5; echo ok > {done}; exit 0' TERM; "
+                 f"echo > {ready}; while :; do sleep 0.1; done")
         spec = self.write_spec([pool(1, sh(f'sh -c "{child}"; echo wrapper-end'))])
         proc = self.start(spec)
         deadline = time.monotonic() + 30
-        while len(job_processes(self.job_id)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)  # the child's trap is set
+        while not os.path.exists(ready) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertTrue(os.path.exists(ready), "the child never set its trap")
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=30)
         self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
         self.assertTrue(os.path.exists(done), "the child's cleanup was cut short\n" + err)
+        self.assertIn("[primary-0] cleaning up", out, err)
 
     # -- provisioning ---------------------------------------------------------------------
 
