@@ -2,29 +2,13 @@
 
 #include <cstdint>
 
+#include "common/dtype.h"
 #include "common/status.h"
 
 namespace rd::kernels {
 
-size_t elementSize(rdDataType_t dtype) {
-  switch (dtype) {
-    case rdInt8:
-    case rdUint8: return 1;
-    case rdFloat16:
-    case rdBfloat16: return 2;
-    case rdInt32:
-    case rdUint32:
-    case rdFloat32: return 4;
-    case rdInt64:
-    case rdUint64:
-    case rdFloat64: return 8;
-    case rdNumDataTypes: break;
-  }
-  return 0;
-}
-
 rdResult_t validate(const ReduceArgs& args) {
-  size_t esize = elementSize(args.dtype);
+  size_t esize = dtypeSize(args.dtype);
   if (esize == 0) {
     return setErrorf(rdInvalidArgument, "reduce: invalid data type %d",
                      static_cast<int>(args.dtype));
@@ -57,40 +41,3 @@ rdResult_t validate(const ReduceArgs& args) {
 }
 
 }  // namespace rd::kernels
-
-extern "C" {
-
-size_t rdDataTypeSize(rdDataType_t dtype) {
-  return rd::kernels::elementSize(dtype);
-}
-
-const char* rdDataTypeName(rdDataType_t dtype) {
-  switch (dtype) {
-    case rdInt8: return "int8";
-    case rdUint8: return "uint8";
-    case rdInt32: return "int32";
-    case rdUint32: return "uint32";
-    case rdInt64: return "int64";
-    case rdUint64: return "uint64";
-    case rdFloat16: return "float16";
-    case rdFloat32: return "float32";
-    case rdFloat64: return "float64";
-    case rdBfloat16: return "bfloat16";
-    case rdNumDataTypes: break;
-  }
-  return "invalid";
-}
-
-const char* rdRedOpName(rdRedOp_t op) {
-  switch (op) {
-    case rdSum: return "sum";
-    case rdProd: return "prod";
-    case rdMax: return "max";
-    case rdMin: return "min";
-    case rdAvg: return "avg";
-    case rdNumRedOps: break;
-  }
-  return "invalid";
-}
-
-}  // extern "C"

@@ -28,9 +28,6 @@ struct ReduceArgs {
 /** Checks the arguments (null pointers, dtype/op range, partial overlap); sets the last error. */
 rdResult_t validate(const ReduceArgs& args);
 
-/** Bytes per element of @p dtype (0 when invalid). */
-size_t elementSize(rdDataType_t dtype);
-
 /** The divisor rdAvg uses for these arguments. */
 inline uint64_t avgDivisor(const ReduceArgs& args) {
   return args.avg_divisor != 0 ? args.avg_divisor : static_cast<uint64_t>(args.nsrcs);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: installs what is missing, checks formatting and lint, builds,
 # runs the C++ tests (CTest) and the Python tests (pytest), then builds with ASan + UBSan and
-# runs the C++ tests again.
+# runs the C++ tests again, and builds the in-process tests with TSan and runs them.
 #
 #   scripts/test.sh            everything (what CI runs)
 #   scripts/test.sh --fast     skip the sanitizer build and clang-tidy
@@ -27,16 +27,23 @@ if ((!fast)); then
 fi
 
 summaries=()
-run_ctest() {  # run_ctest LABEL BUILD_DIR [ctest args...]
-  local label=$1 dir=$2
-  shift 2
-  echo "== tests: $label"
-  local log
-  log=$(mktemp)
+# capture LOG COMMAND...: runs COMMAND with its output on the terminal and in LOG; its status.
+capture() {
+  local log=$1
+  shift
   set +e
-  ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900 "$@" 2>&1 | tee "$log"
+  "$@" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   set -e
+  return "$rc"
+}
+
+run_ctest() {  # run_ctest LABEL BUILD_DIR [ctest args...]
+  local label=$1 dir=$2 log rc=0
+  shift 2
+  echo "== tests: $label"
+  log=$(mktemp)
+  capture "$log" ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900 "$@" || rc=$?
   local skipped
   skipped=$(grep -c -E '^[[:space:]]*[0-9]+ - .*\(Skipped\)$' "$log" || true)
   summaries+=("$label: $(grep -E 'tests passed|tests failed' "$log" | tail -1) ($skipped skipped)")
@@ -44,16 +51,32 @@ run_ctest() {  # run_ctest LABEL BUILD_DIR [ctest args...]
   return "$rc"
 }
 
+# run_gtest LABEL BINARY [args...]: one GoogleTest binary run directly, its counts in CTest's
+# shape (for the totals below).
+run_gtest() {
+  local label=$1 binary=$2 log rc=0
+  shift 2
+  echo "== tests: $label"
+  log=$(mktemp)
+  capture "$log" "$binary" "$@" || rc=$?
+  local ran passed skipped
+  ran=$(grep -oE '^\[==========\] [0-9]+ tests? from .* ran' "$log" | grep -oE '[0-9]+' | head -1)
+  passed=$(grep -oE '^\[  PASSED  \] [0-9]+' "$log" | grep -oE '[0-9]+$' || true)
+  skipped=$(grep -oE '^\[  SKIPPED \] [0-9]+' "$log" | grep -oE '[0-9]+$' || true)
+  ran=${ran:-0} passed=${passed:-0} skipped=${skipped:-0}
+  summaries+=("$label: $((ran - passed - skipped)) tests failed out of $ran ($skipped skipped)")
+  rm -f "$log"
+  [[ $ran -gt 0 ]] || return 1
+  return "$rc"
+}
+
 # The Python suite (tests/python) against the package in build/python; pytest's own counts.
 run_pytest() {
   echo "== tests: python (pytest)"
-  local log
+  local log rc=0
   log=$(mktemp)
-  set +e
-  LIBREDUCE_BUILD_DIR=build /usr/bin/python3 -m pytest -p no:cacheprovider -rs tests/python \
-    2>&1 | tee "$log"
-  local rc=${PIPESTATUS[0]}
-  set -e
+  capture "$log" env LIBREDUCE_BUILD_DIR=build /usr/bin/python3 -m pytest -p no:cacheprovider \
+    -rs tests/python || rc=$?
   local last count p=0 f=0 s=0
   last=$(grep -E '^=+ .*(passed|failed|error|skipped).* in [0-9.]+s' "$log" | tail -1 || true)
   for kind in passed failed error skipped; do
@@ -82,9 +105,33 @@ if ((!fast)); then
         -DLIBREDUCE_WITH_CUDA=OFF -DLIBREDUCE_BUILD_BENCH=OFF -DLIBREDUCE_WITH_PYTHON=OFF \
         -DCMAKE_BUILD_TYPE=Debug >/dev/null
   cmake --build build-asan -j "$jobs"
-  # The package test installs and links outside the sanitizer runtime; it ran above.
+  # Everything runs again, the multi-process integration suite (real UCX between real
+  # processes) included, but for: the package test (it installs and links outside the
+  # sanitizer runtime; it ran above), the fuzzer (built with its own sanitizers), and the
+  # integration cases that only move and verify volume (the collective matrices, random and
+  # deterministic floats, the soak): ASan makes their verification about 4x slower, and the
+  # same worker and reducer code runs every collective, count and dtype under ASan in
+  # tests/loopback.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    run_ctest "ASan + UBSan build" build-asan -E '^(package|integration|fuzz)\.' || status=1
+    run_ctest "ASan + UBSan build" build-asan \
+    -E '^(package|fuzz)\.|^integration\.(WorkersReducers/|Collectives\.|Reducer\.Soak)' ||
+    status=1
+
+  echo "== build with TSan (build-tsan/): the in-process tests"
+  # Ranks, reducers and the progress engine in one process over the loopback transport, where
+  # every thread is ours. UCX's own threads and memory hooks are not TSan-instrumented, so the
+  # multi-process suites are not run under it (they run under ASan above).
+  cmake -S . -B build-tsan -G Ninja -DLIBREDUCE_SANITIZE=thread \
+        -DLIBREDUCE_WITH_CUDA=OFF -DLIBREDUCE_BUILD_BENCH=OFF -DLIBREDUCE_WITH_PYTHON=OFF \
+        -DLIBREDUCE_WITH_NCCL_PLUGIN=OFF >/dev/null
+  cmake --build build-tsan -j "$jobs" --target rd_loopback_tests rd_unit_tests
+  # UCX is linked in (the transport factory knows it): its memory hooks, which patch madvise of
+  # every thread's stack, crash inside TSan's interceptors, and these tests never use UCX.
+  export UCX_MEM_MMAP_HOOK_MODE=none
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    run_gtest "TSan: in-process tests" build-tsan/tests/rd_loopback_tests || status=1
+  TSAN_OPTIONS=halt_on_error=1 run_gtest "TSan: unit tests" build-tsan/tests/rd_unit_tests || status=1
+  unset UCX_MEM_MMAP_HOOK_MODE
 fi
 
 echo

@@ -44,12 +44,25 @@ typedef struct rdComm* rdComm_t;
 /** An asynchronous operation (opaque); release with ::rdRequestFree. */
 typedef struct rdRequest* rdRequest_t;
 
-/** All-reduce algorithms. */
+/**
+ * All-reduce algorithms. The communicator's algorithm is resolved once, when it is created, from
+ * LIBREDUCE_ALGO, the unique id and ::rdCommConfig_t, and every rank must resolve the same one
+ * (the join refuses a rank that differs). Collectives the algorithm does not run (ring has no
+ * reduce-scatter of its own) go through the reducers when there are any, else are run as one
+ * ring all-reduce.
+ */
 typedef enum rdAlgorithm {
-  rdAlgoDefault = 0,         /**< LIBREDUCE_ALGO (default auto: reducers when given, else ring). */
-  rdAlgoReductionServer = 1, /**< Through the reducers. */
-  rdAlgoRing = 2             /**< Ring between the workers. */
+  rdAlgoDefault = 0, /**< "auto": LIBREDUCE_ALGO, whose default is rs with reducers, else ring. */
+  rdAlgoReductionServer = 1, /**< "rs": through the reducers. */
+  rdAlgoRing = 2,            /**< "ring": ring all-reduce between the workers. */
+  rdNumAlgorithms = 3
 } rdAlgorithm_t;
+
+/** Name of an algorithm ("auto", "rs", "ring"), or "invalid". */
+RD_API const char* rdAlgorithmName(rdAlgorithm_t algorithm);
+
+/** The algorithm called @p name (as LIBREDUCE_ALGO spells it); ::rdInvalidArgument if none. */
+RD_API rdResult_t rdAlgorithmFromName(const char* name, rdAlgorithm_t* algorithm);
 
 /**
  * Optional settings for ::rdCommInitRankConfig. Start from RD_COMM_CONFIG_INITIALIZER: fields
@@ -72,7 +85,8 @@ typedef struct rdCommConfig {
  * Creates a unique id for a new communicator, to be called once (usually on rank 0).
  * Reducers come from LIBREDUCE_REDUCERS and the secret from LIBREDUCE_SECRET(_FILE). Without
  * reducers this process starts a small rendezvous service that lives until the process exits,
- * and the communicator uses ring all-reduce.
+ * and the communicator uses ring all-reduce. The id is the communicator's definition: ranks use
+ * the reducers it names, whatever their own LIBREDUCE_REDUCERS says.
  */
 RD_API rdResult_t rdGetUniqueId(rdUniqueId* id);
 
@@ -104,8 +118,8 @@ RD_API rdResult_t rdCommInitRankConfig(rdComm_t* comm, int nranks, rdUniqueId id
 /**
  * Creates a communicator from the environment: LIBREDUCE_REDUCERS, LIBREDUCE_COMM_ID, the
  * secret, and the rank and size from LIBREDUCE_RANK / LIBREDUCE_WORLD_SIZE or RANK / WORLD_SIZE.
- * Without reducers, rank 0 serves the rendezvous on MASTER_ADDR:MASTER_PORT and the ranks use
- * ring all-reduce.
+ * Without reducers, rank 0 serves the rendezvous on MASTER_ADDR:(MASTER_PORT + 1) (torch's store
+ * owns MASTER_PORT itself) and the ranks use ring all-reduce.
  */
 RD_API rdResult_t rdCommInitFromEnv(rdComm_t* comm);
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/check.h"
+#include "common/dtype.h"
 #include "common/settings.h"
 #include "common/thread_pool.h"
 #include "cpu/isa_kernels.h"
@@ -165,7 +166,7 @@ rdResult_t reduce(const ReduceArgs& args, const Options& options) {
     return setErrorf(rdUnsupported, "CPU kernels for %s are not supported on this CPU",
                      isaName(options.isa));
   }
-  const size_t esize = elementSize(args.dtype);
+  const size_t esize = dtypeSize(args.dtype);
   const size_t bytes = args.count * esize;
   const bool avg = args.op == rdAvg && args.finalize_avg;
   ReduceRange range{args.srcs,

@@ -19,9 +19,10 @@ from libreduce.errors import (AbortedError, AuthError, ConnectionError, CudaErro
                               SystemCallError, TimeoutError, UnsupportedError)
 
 __version__ = _core.version()
+algorithms = _core.algorithms  # the names Communicator(algorithm=...) takes
 
 __all__ = [
-    "Communicator", "Request", "unique_id", "strip_secret", "LibreduceError",
+    "Communicator", "Request", "unique_id", "strip_secret", "algorithms", "LibreduceError",
     "InvalidArgumentError", "InvalidUsageError", "UnsupportedError", "SystemCallError",
     "OutOfMemoryError", "InternalError", "TimeoutError", "RemoteError", "ConnectionError",
     "AuthError", "AbortedError", "ProtocolError", "CudaError",

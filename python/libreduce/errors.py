@@ -61,7 +61,7 @@ class TimeoutError(LibreduceError, builtins.TimeoutError):  # noqa: A001 (shadow
 class RemoteError(LibreduceError):
     """A peer failed or reported an error."""
 
-    status, status_name = -8, "remote error"
+    status, status_name = -8, "remote peer error"
 
 
 class ConnectionError(LibreduceError, builtins.ConnectionError):  # noqa: A001
@@ -79,7 +79,7 @@ class AuthError(LibreduceError, PermissionError):
 class AbortedError(LibreduceError):
     """The communicator was aborted; create a new one."""
 
-    status, status_name = -11, "aborted"
+    status, status_name = -11, "communicator aborted"
 
 
 class ProtocolError(LibreduceError):

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "buffer_args.h"
+#include "common/limits.h"
 #include "libreduce/reduce.h"
 #include "libreduce/reduce.hpp"
 
@@ -99,18 +100,11 @@ class Communicator {
     rdCommConfig_t config = RD_COMM_CONFIG_INITIALIZER;
     if (timeout_s) {
       if (!(*timeout_s > 0)) throw Error(rdInvalidArgument, "timeout must be > 0 seconds");
-      config.timeout_ms = static_cast<int>(std::clamp(*timeout_s * 1000.0, 100.0, 86400000.0));
+      config.timeout_ms =
+          static_cast<int>(std::clamp(*timeout_s * 1000.0, double{rd::limits::kMinTimeoutMs},
+                                      double{rd::limits::kMaxTimeoutMs}));
     }
-    if (algorithm) {
-      if (*algorithm == "rs") {
-        config.algorithm = rdAlgoReductionServer;
-      } else if (*algorithm == "ring") {
-        config.algorithm = rdAlgoRing;
-      } else if (*algorithm != "auto") {
-        throw Error(rdInvalidArgument,
-                    "algorithm must be 'auto', 'rs' or 'ring', not '" + *algorithm + "'");
-      }
-    }
+    if (algorithm) check(rdAlgorithmFromName(algorithm->c_str(), &config.algorithm));
     if (chunk_bytes) config.chunk_bytes = *chunk_bytes;
     if (window) config.window = *window;
     if (deterministic) config.deterministic = *deterministic ? 1 : 0;
@@ -292,6 +286,20 @@ PYBIND11_MODULE(_core, m) {
         "the ring rendezvous.");
   m.def("strip_secret", &rd::python::stripSecret, py::arg("unique_id"),
         "The id without its secret: each rank then takes the secret from its environment.");
+  m.def(
+      "algorithms",
+      [] {
+        std::vector<std::string> names;
+        names.reserve(rdNumAlgorithms);
+        for (int a = 0; a < rdNumAlgorithms; ++a) {
+          names.emplace_back(rdAlgorithmName(static_cast<rdAlgorithm_t>(a)));
+        }
+        return names;
+      },
+      "The names `algorithm` takes (LIBREDUCE_ALGO's values)");
+  m.def(
+      "status_name", [](int status) { return rdGetErrorString(static_cast<rdResult_t>(status)); },
+      "The C library's name of a status code");
   m.def("data_type_size",
         [](const std::string& name) { return rdDataTypeSize(rd::python::dataTypeByName(name)); });
 

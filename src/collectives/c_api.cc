@@ -1,4 +1,6 @@
-// The C API of communicators and collectives (include/libreduce/comm.h).
+// The C API of communicators and collectives (include/libreduce/comm.h). It is where the worker
+// side meets the reducer: a communicator without reducers joins through a rendezvous served in
+// this process (reduction_server/rendezvous_service.h).
 #include <unistd.h>
 
 #include <cstring>
@@ -6,12 +8,13 @@
 #include <mutex>
 
 #include "collectives/communicator.h"
-#include "collectives/ring_composite.h"
 #include "collectives/unique_id.h"
 #include "common/check.h"
+#include "common/dtype.h"
+#include "common/limits.h"
 #include "common/settings.h"
 #include "libreduce/reduce.h"
-#include "protocol/chunking.h"
+#include "reduction_server/rendezvous_service.h"
 
 struct rdComm {
   std::unique_ptr<rd::coll::Communicator> impl;
@@ -23,8 +26,8 @@ struct rdRequest {
 
 namespace {
 
+using rd::coll::Collective;
 using rd::coll::OpDesc;
-using rd::wire::Coll;
 
 rdResult_t checkComm(rdComm_t comm) {
   if (comm == nullptr || !comm->impl) return rd::setError(rdInvalidArgument, "comm is NULL");
@@ -32,38 +35,32 @@ rdResult_t checkComm(rdComm_t comm) {
 }
 
 rdResult_t checkBuffers(const OpDesc& d, uint32_t nranks, uint32_t rank) {
-  if (d.dtype < 0 || d.dtype >= rdNumDataTypes) {
+  if (!rd::validDtype(d.dtype)) {
     return rd::setErrorf(rdInvalidArgument, "invalid dtype %d", static_cast<int>(d.dtype));
   }
-  if (d.op < 0 || d.op >= rdNumRedOps) {
+  if (!rd::validRedOp(d.op)) {
     return rd::setErrorf(rdInvalidArgument, "invalid op %d", static_cast<int>(d.op));
   }
-  if (d.count > rd::wire::kMaxCount / nranks) {
+  if (d.count > rd::limits::kMaxCount / nranks) {
     return rd::setErrorf(rdInvalidArgument, "count %llu is too large",
                          static_cast<unsigned long long>(d.count));
   }
-  if (d.coll == Coll::kBroadcast && d.root >= nranks) {
+  if (d.coll == Collective::kBroadcast && d.root >= nranks) {
     return rd::setErrorf(rdInvalidArgument, "root %u out of range (%u ranks)", d.root, nranks);
   }
-  bool reads_send = d.coll != Coll::kBroadcast || rank == d.root;
+  bool reads_send = d.coll != Collective::kBroadcast || rank == d.root;
   if (d.count != 0 && (d.recv == nullptr || (reads_send && d.send == nullptr))) {
     return rd::setError(rdInvalidArgument, "NULL buffer with a non-zero count");
   }
   return rdSuccess;
 }
 
-rdResult_t postOp(rdComm_t comm, OpDesc desc, rdRequest_t* out) {
+rdResult_t postOp(rdComm_t comm, const OpDesc& desc, rdRequest_t* out) {
   rd::clearLastError();
   if (comm == nullptr || !comm->impl) return rd::setError(rdInvalidArgument, "comm is NULL");
   if (out == nullptr) return rd::setError(rdInvalidArgument, "request is NULL");
   const auto& cfg = comm->impl->config();
   RD_CHECK(checkBuffers(desc, cfg.nranks, cfg.rank));
-  bool barrier = desc.coll == Coll::kAllReduce && desc.count == 0;
-  if (cfg.reducers.empty() && (desc.coll != Coll::kAllReduce || barrier)) {
-    RD_CHECK(rd::coll::asRingAllReduce(&desc, cfg.rank, cfg.nranks));
-  } else {
-    desc.ring = desc.coll == Coll::kAllReduce && cfg.ring;
-  }
   std::shared_ptr<rd::coll::Request> request;
   RD_CHECK(comm->impl->post(desc, &request));
   *out = new rdRequest{std::move(request)};
@@ -84,7 +81,7 @@ rdResult_t runOp(rdComm_t comm, const OpDesc& desc) {
   return waitAndFree(posted, request);
 }
 
-OpDesc makeDesc(Coll coll, const void* send, void* recv, size_t count, rdDataType_t dtype,
+OpDesc makeDesc(Collective coll, const void* send, void* recv, size_t count, rdDataType_t dtype,
                 rdRedOp_t op, int root) {
   OpDesc d;
   d.coll = coll;
@@ -106,12 +103,13 @@ rdResult_t rdGetUniqueId(rdUniqueId* id) {
   std::string secret;
   RD_CHECK(rd::auth::secretFromSettings(&secret));
   std::string reducers = rd::settings::rawValue(rd::settings::Id::kReducers);
-  return rd::coll::makeUniqueId(reducers, secret, id);
+  return rd::coll::makeUniqueId(reducers, secret, &rd::server::startRendezvous, id);
 }
 
 rdResult_t rdGetUniqueIdFor(const char* reducers, const char* secret, rdUniqueId* id) {
   rd::clearLastError();
-  return rd::coll::makeUniqueId(reducers ? reducers : "", secret ? secret : "", id);
+  return rd::coll::makeUniqueId(reducers ? reducers : "", secret ? secret : "",
+                                &rd::server::startRendezvous, id);
 }
 
 rdResult_t rdUniqueIdStripSecret(rdUniqueId* id) {
@@ -124,7 +122,8 @@ rdResult_t rdCommInitRankConfig(rdComm_t* comm, int nranks, rdUniqueId id, int r
   rd::clearLastError();
   if (comm == nullptr) return rd::setError(rdInvalidArgument, "comm is NULL");
   *comm = nullptr;
-  if (nranks < 1 || nranks > 65536 || rank < 0 || rank >= nranks) {
+  if (nranks < 1 || static_cast<uint32_t>(nranks) > rd::limits::kMaxRanks || rank < 0 ||
+      rank >= nranks) {
     return rd::setErrorf(rdInvalidArgument, "rank %d of %d ranks is not valid", rank, nranks);
   }
   rd::coll::CommConfig cfg;
@@ -149,7 +148,7 @@ rdResult_t rdCommInitFromEnv(rdComm_t* comm) {
   *comm = nullptr;
   rd::coll::CommConfig cfg;
   RD_CHECK(rd::coll::configFromSettings(&cfg));
-  RD_CHECK(rd::coll::configFromLauncherEnv(&cfg));
+  RD_CHECK(rd::coll::configFromLauncherEnv(&rd::server::startRendezvous, &cfg));
   std::unique_ptr<rd::coll::Communicator> impl;
   RD_CHECK(rd::coll::Communicator::create(cfg, &impl));
   *comm = new rdComm{std::move(impl)};
@@ -193,52 +192,58 @@ rdResult_t rdCommGetAsyncError(rdComm_t comm, rdResult_t* error) {
 
 rdResult_t rdAllReduceAsync(const void* sendbuf, void* recvbuf, size_t count, rdDataType_t dtype,
                             rdRedOp_t op, rdComm_t comm, rdRequest_t* request) {
-  return postOp(comm, makeDesc(Coll::kAllReduce, sendbuf, recvbuf, count, dtype, op, 0), request);
+  return postOp(comm, makeDesc(Collective::kAllReduce, sendbuf, recvbuf, count, dtype, op, 0),
+                request);
 }
 
 rdResult_t rdReduceScatterAsync(const void* sendbuf, void* recvbuf, size_t recvcount,
                                 rdDataType_t dtype, rdRedOp_t op, rdComm_t comm,
                                 rdRequest_t* request) {
-  return postOp(comm, makeDesc(Coll::kReduceScatter, sendbuf, recvbuf, recvcount, dtype, op, 0),
+  return postOp(comm,
+                makeDesc(Collective::kReduceScatter, sendbuf, recvbuf, recvcount, dtype, op, 0),
                 request);
 }
 
 rdResult_t rdAllGatherAsync(const void* sendbuf, void* recvbuf, size_t sendcount,
                             rdDataType_t dtype, rdComm_t comm, rdRequest_t* request) {
-  return postOp(comm, makeDesc(Coll::kAllGather, sendbuf, recvbuf, sendcount, dtype, rdSum, 0),
+  return postOp(comm,
+                makeDesc(Collective::kAllGather, sendbuf, recvbuf, sendcount, dtype, rdSum, 0),
                 request);
 }
 
 rdResult_t rdBroadcastAsync(const void* sendbuf, void* recvbuf, size_t count, rdDataType_t dtype,
                             int root, rdComm_t comm, rdRequest_t* request) {
-  return postOp(comm, makeDesc(Coll::kBroadcast, sendbuf, recvbuf, count, dtype, rdSum, root),
+  return postOp(comm, makeDesc(Collective::kBroadcast, sendbuf, recvbuf, count, dtype, rdSum, root),
                 request);
 }
 
 rdResult_t rdBarrierAsync(rdComm_t comm, rdRequest_t* request) {
-  // A barrier is an empty all-reduce through the reducers: one chunk that every rank must send
-  // (without reducers, one byte around the ring).
-  return postOp(comm, makeDesc(Coll::kAllReduce, nullptr, nullptr, 0, rdUint8, rdSum, 0), request);
+  // Through the reducers an empty all-reduce: one chunk that every rank must send (without
+  // reducers, one byte around the ring).
+  return postOp(comm, makeDesc(Collective::kBarrier, nullptr, nullptr, 0, rdUint8, rdSum, 0),
+                request);
 }
 
 rdResult_t rdAllReduce(const void* sendbuf, void* recvbuf, size_t count, rdDataType_t dtype,
                        rdRedOp_t op, rdComm_t comm) {
-  return runOp(comm, makeDesc(Coll::kAllReduce, sendbuf, recvbuf, count, dtype, op, 0));
+  return runOp(comm, makeDesc(Collective::kAllReduce, sendbuf, recvbuf, count, dtype, op, 0));
 }
 
 rdResult_t rdReduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount, rdDataType_t dtype,
                            rdRedOp_t op, rdComm_t comm) {
-  return runOp(comm, makeDesc(Coll::kReduceScatter, sendbuf, recvbuf, recvcount, dtype, op, 0));
+  return runOp(comm,
+               makeDesc(Collective::kReduceScatter, sendbuf, recvbuf, recvcount, dtype, op, 0));
 }
 
 rdResult_t rdAllGather(const void* sendbuf, void* recvbuf, size_t sendcount, rdDataType_t dtype,
                        rdComm_t comm) {
-  return runOp(comm, makeDesc(Coll::kAllGather, sendbuf, recvbuf, sendcount, dtype, rdSum, 0));
+  return runOp(comm,
+               makeDesc(Collective::kAllGather, sendbuf, recvbuf, sendcount, dtype, rdSum, 0));
 }
 
 rdResult_t rdBroadcast(const void* sendbuf, void* recvbuf, size_t count, rdDataType_t dtype,
                        int root, rdComm_t comm) {
-  return runOp(comm, makeDesc(Coll::kBroadcast, sendbuf, recvbuf, count, dtype, rdSum, root));
+  return runOp(comm, makeDesc(Collective::kBroadcast, sendbuf, recvbuf, count, dtype, rdSum, root));
 }
 
 rdResult_t rdBarrier(rdComm_t comm) {

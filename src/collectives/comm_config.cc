@@ -7,7 +7,9 @@
 #include <sstream>
 
 #include "collectives/communicator.h"
+#include "common/algorithm.h"
 #include "common/check.h"
+#include "common/limits.h"
 #include "common/settings.h"
 
 namespace rd::coll {
@@ -38,7 +40,10 @@ rdResult_t parseReducerList(const std::string& text, std::vector<std::string>* o
       return setErrorf(rdInvalidArgument, "reducer address '%s' needs a port", address.c_str());
     }
   }
-  if (out->size() > 1024) return setError(rdInvalidArgument, "more than 1024 reducers");
+  if (out->size() > limits::kMaxReducers) {
+    return setErrorf(rdInvalidArgument, "%zu reducers: at most %u", out->size(),
+                     limits::kMaxReducers);
+  }
   return rdSuccess;
 }
 
@@ -76,12 +81,12 @@ rdResult_t configFromSettings(CommConfig* config) {
   using settings::Id;
   RD_CHECK(parseReducerList(settings::rawValue(Id::kReducers), &config->reducers));
   RD_CHECK(auth::secretFromSettings(&config->secret));
+  // Only what was asked for: the communicator resolves it once every source is merged (the
+  // unique id may bring the reducers this environment lacks).
   std::string algo;
   RD_CHECK(settings::readChoice(Id::kAlgo, &algo));
-  config->ring = algo == "ring" || (algo == "auto" && config->reducers.empty());
-  if (algo == "rs" && config->reducers.empty()) {
-    return setError(rdInvalidArgument,
-                    "LIBREDUCE_ALGO=rs needs reducers: set LIBREDUCE_REDUCERS to host:port,...");
+  if (!algorithmFromName(algo, &config->algorithm)) {
+    return setErrorf(rdInternalError, "LIBREDUCE_ALGO=%s has no algorithm", algo.c_str());
   }
   uint64_t chunk = 0;
   RD_CHECK(settings::readSize(Id::kChunkBytes, &chunk));

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "collectives/algorithms/registry.h"
 #include "common/check.h"
+#include "common/limits.h"
 #include "common/log.h"
 
 namespace rd::coll {
@@ -11,14 +13,17 @@ namespace rd::coll {
 Communicator::Communicator(const CommConfig& config) : config_(config) {}
 
 rdResult_t Communicator::create(const CommConfig& config, std::unique_ptr<Communicator>* out) {
-  if (config.nranks == 0 || config.rank >= config.nranks || config.nranks > wire::kMaxRanks) {
+  if (config.nranks == 0 || config.rank >= config.nranks || config.nranks > limits::kMaxRanks) {
     return setErrorf(rdInvalidArgument, "rank %u of %u ranks is not valid", config.rank,
                      config.nranks);
   }
   if (config.reducers.empty() && config.rendezvous.empty()) {
     return setError(rdInvalidArgument, "no reducers and no rendezvous address given");
   }
-  std::unique_ptr<Communicator> comm(new Communicator(config));
+  CommConfig resolved = config;
+  // The one place the algorithm is decided: after every source of settings was merged.
+  RD_CHECK(resolveAlgorithm(config.algorithm, !config.reducers.empty(), &resolved.algorithm));
+  std::unique_ptr<Communicator> comm(new Communicator(resolved));
   RD_CHECK(comm->start());
   RD_CHECK(comm->join());
   *out = std::move(comm);
@@ -36,7 +41,8 @@ rdResult_t Communicator::start() {
   h.on_tick = [this] { onTick(); };
   transport::Options topts;
   topts.name = "libreduce-rank" + std::to_string(config_.rank);
-  RD_CHECK(transport::createUcxTransport(topts, std::move(h), &transport_));
+  RD_CHECK(transport::createTransport(config_.transport, config_.engine, topts, std::move(h),
+                                      &transport_));
   std::vector<std::string> targets = config_.reducers;
   if (targets.empty()) targets.push_back(config_.rendezvous);
   for (bool result_channel : {false, true}) {
@@ -64,6 +70,7 @@ void Communicator::sendHello(uint32_t index) {
   body.chunk_bytes = config_.chunk_bytes;
   body.spread = std::max<uint32_t>(1, dataReducers());
   body.timeout_ms = config_.timeout_ms;
+  body.algorithm = static_cast<uint32_t>(config_.algorithm);
   std::memcpy(body.nonce, link.nonce.data(), link.nonce.size());
   auto text = std::make_shared<std::string>(wire::encodeHello(body, listen_address_));
   wire::Header h = header(wire::MsgType::kHello, index);
@@ -166,9 +173,8 @@ bool Communicator::fromReducer(transport::ConnId conn, uint32_t reducer) const {
 }
 
 wire::Header Communicator::header(wire::MsgType type, uint32_t reducer) const {
-  wire::Header h =
-      wire::makeHeader(type, config_.comm_id, reducer < links_.size() ? links_[reducer].epoch : 0,
-                       config_.rank, config_.nranks);
+  uint32_t epoch = reducer != kNoReducer && reducer < links_.size() ? links_[reducer].epoch : 0;
+  wire::Header h = wire::makeHeader(type, config_.comm_id, epoch, config_.rank, config_.nranks);
   if (config_.deterministic) h.flags |= wire::kFlagDeterministic;
   return h;
 }
@@ -194,7 +200,10 @@ void Communicator::onMessage(transport::ConnId conn, const void* header, size_t 
   }
   auto type = static_cast<wire::MsgType>(h.type);
   if (type == wire::MsgType::kRing) {
-    if (h.chunk == UINT32_MAX) return;  // a neighbour introducing its connection
+    if (h.chunk == wire::kRingHelloChunk) {
+      onRingHello(conn, h);
+      return;
+    }
     auto it = ops_.find(h.seq);
     if (it != ops_.end()) {
       it->second->onMessage(conn, h, p);
@@ -212,23 +221,26 @@ void Communicator::onMessage(transport::ConnId conn, const void* header, size_t 
     onJoinMessage(static_cast<uint32_t>(link), h, p);
     return;
   }
-  if (type == wire::MsgType::kError && config_.reducers.empty()) {
-    return;  // the rendezvous is not in the data path: its later news (a rank left) is moot
+  onReducerMessage(static_cast<uint32_t>(link), h, p);
+}
+
+void Communicator::onRingHello(transport::ConnId conn, const wire::Header& h) {
+  uint32_t prev = (config_.rank + config_.nranks - 1) % config_.nranks;
+  if (h.rank != prev) {
+    failAll(rdProtocolError, "rank " + std::to_string(h.rank) +
+                                 " opened a ring connection, but the previous rank is " +
+                                 std::to_string(prev));
+    return;
   }
+  ring_prev_ = conn;
+  ring_prev_lost_.clear();
+}
+
+void Communicator::onReducerMessage(uint32_t link, const wire::Header& h, transport::Payload& p) {
+  auto type = static_cast<wire::MsgType>(h.type);
   if (type == wire::MsgType::kError) {
-    const auto* bytes = static_cast<const char*>(p.data());
-    std::string text = bytes != nullptr ? std::string(bytes, p.size()) : std::string();
-    auto status = static_cast<rdResult_t>(h.status < 0 ? h.status : rdRemoteError);
-    if (h.seq == UINT64_MAX) {
-      failAll(status, text);
-    } else if (auto it = ops_.find(h.seq); it != ops_.end()) {
-      it->second->fail(status, text);
-      reapFinished();
-    } else if (h.seq >= next_seq_) {
-      // The operation failed on the reducer before this rank posted it (another rank's
-      // arguments differed): fail it as soon as it is posted.
-      early_errors_[h.seq] = {status, text};
-    }
+    // The rendezvous is not in the data path: its later news (a rank left) is moot.
+    if (!config_.reducers.empty()) onReducerError(h, p);
     return;
   }
   if (h.epoch != links_[link].epoch) {
@@ -237,11 +249,27 @@ void Communicator::onMessage(transport::ConnId conn, const void* header, size_t 
   }
   auto it = ops_.find(h.seq);
   if (it != ops_.end()) {
-    it->second->onMessage(conn, h, p);
+    it->second->onMessage(links_[link].conn, h, p);
     reapFinished();
   } else if (h.seq >= next_seq_) {
     // All-gather and broadcast results do not wait for this rank: they may come first.
-    early_[h.seq].push_back(EarlyMessage{conn, h, std::move(p)});
+    early_[h.seq].push_back(EarlyMessage{links_[link].conn, h, std::move(p)});
+  }
+}
+
+void Communicator::onReducerError(const wire::Header& h, transport::Payload& p) {
+  const auto* bytes = static_cast<const char*>(p.data());
+  std::string text = bytes != nullptr ? std::string(bytes, p.size()) : std::string();
+  auto status = static_cast<rdResult_t>(h.status < 0 ? h.status : rdRemoteError);
+  if (h.seq == wire::kSeqAllOps) {
+    failAll(status, text);
+  } else if (auto it = ops_.find(h.seq); it != ops_.end()) {
+    it->second->fail(status, text);
+    reapFinished();
+  } else if (h.seq >= next_seq_) {
+    // The operation failed on the reducer before this rank posted it (another rank's arguments
+    // differed): fail it as soon as it is posted.
+    early_errors_[h.seq] = {status, text};
   }
 }
 
@@ -258,102 +286,6 @@ void Communicator::reapFinished() {
   }
 }
 
-void Communicator::onFailure(transport::ConnId conn, const std::string& reason) {
-  int link = linkOf(conn);
-  if (link >= 0 && links_[link].epoch == 0 && !aborted_ && Clock::now() < join_deadline_ &&
-      !links_[link].welcomed) {
-    // Not up yet (workers may start before their reducers or rank 0): try again until the
-    // join deadline, then report this address and the last error.
-    links_[link].conn = 0;
-    links_[link].last_error = reason;
-    links_[link].retry_at = Clock::now() + kConnectRetry;
-    return;
-  }
-  if (link >= 0 && config_.reducers.empty() && links_[link].epoch != 0) {
-    return;  // the rendezvous went away after the join: the ring does not need it
-  }
-  if (link >= 0) {
-    failAll(rdConnectionError, reducerName(link) + ": " + reason);
-  } else if (conn == ring_next_) {
-    failAll(rdConnectionError, "ring neighbour rank " +
-                                   std::to_string((config_.rank + 1) % config_.nranks) + ": " +
-                                   reason);
-  } else {
-    failAll(rdConnectionError,
-            "ring neighbour rank " +
-                std::to_string((config_.rank + config_.nranks - 1) % config_.nranks) + ": " +
-                reason);
-  }
-}
-
-void Communicator::failAll(rdResult_t status, const std::string& reason) {
-  bool first = false;
-  {
-    std::lock_guard<std::mutex> lock(failure_mu_);
-    if (failure_status_ == rdSuccess) {
-      first = true;
-      failure_status_ = status;
-      failure_ = "rank " + std::to_string(config_.rank) + ": " + reason;
-      RD_LOG_INFO("%s", failure_.c_str());
-    }
-  }
-  // A process that exits on this error cuts its connections: hold the error back until the
-  // reducers have the cause, or the other ranks would only learn that this rank vanished.
-  if (first && status != rdAborted && !destroying_) {
-    holding_failure_ = true;
-    notice_deadline_ = Clock::now() + kNoticeGrace;
-    sendLeave(status, reason, [this] {
-      if (holding_failure_) releaseFailure();
-    });
-  }
-  if (holding_failure_ && status != rdAborted) return;  // released by the notices or onTick
-  releaseFailure();
-}
-
-void Communicator::sendLeave(rdResult_t status, const std::string& reason,
-                             const std::function<void()>& done) {
-  auto text = std::make_shared<std::string>(reason.substr(0, wire::kMaxReasonBytes));
-  // One count per send plus one for this loop: sends may complete inline.
-  auto remaining = std::make_shared<int>(1);
-  auto release = [remaining, text, done] {
-    if (--*remaining == 0) done();
-  };
-  for (uint32_t i = 0; i < links_.size(); ++i) {
-    if (links_[i].epoch == 0 || links_[i].conn == 0) continue;
-    wire::Header h = header(wire::MsgType::kLeave, i);
-    h.status = status;
-    h.payload_bytes = text->size();
-    ++*remaining;
-    transport_->send(links_[i].conn, &h, sizeof h, text->data(), text->size(),
-                     [release](rdResult_t) { release(); });
-  }
-  release();
-}
-
-void Communicator::releaseFailure() {
-  holding_failure_ = false;
-  failOperations();
-}
-
-void Communicator::failOperations() {
-  std::string reason;
-  rdResult_t status = rdSuccess;
-  {
-    std::lock_guard<std::mutex> lock(failure_mu_);
-    status = failure_status_;
-    reason = failure_;
-  }
-  if (join_request_) join_request_->complete(status, reason);
-  for (auto& op : snapshot()) op->fail(status, reason);
-  reapFinished();
-}
-
-rdResult_t Communicator::asyncError() {
-  std::lock_guard<std::mutex> lock(failure_mu_);
-  if (failure_status_ == rdSuccess) return rdSuccess;
-  return setError(failure_status_, failure_);
-}
-
 void Communicator::onTick() {
   auto now = Clock::now();
   if (holding_failure_ && now >= notice_deadline_) releaseFailure();
@@ -362,12 +294,17 @@ void Communicator::onTick() {
   reapFinished();
 }
 
-rdResult_t Communicator::post(const OpDesc& desc, std::shared_ptr<Request>* request) {
+rdResult_t Communicator::post(const OpDesc& asked, std::shared_ptr<Request>* request) {
   RD_CHECK(asyncError());
   if (aborted_) return setError(rdAborted, "communicator was aborted");
+  OpDesc desc = asked;
+  RD_CHECK(selectAlgorithm(config_.algorithm, !config_.reducers.empty(), config_.rank,
+                           config_.nranks, &desc));
+  const AlgorithmEntry* algorithm = findAlgorithm(desc.algorithm);
+  if (algorithm == nullptr) return setError(rdInternalError, "no operation for the algorithm");
   auto req = std::make_shared<Request>();
   *request = req;
-  transport_->post([this, desc, req] {
+  transport_->post([this, desc, req, algorithm] {
     uint64_t seq = next_seq_++;
     {
       std::lock_guard<std::mutex> lock(failure_mu_);
@@ -376,9 +313,7 @@ rdResult_t Communicator::post(const OpDesc& desc, std::shared_ptr<Request>* requ
         return;
       }
     }
-    std::shared_ptr<Operation> op =
-        desc.ring ? makeRingOp(this, desc, seq, req) : makeReducerOp(this, desc, seq, req);
-    startOp(op);
+    startOp(algorithm->make(this, desc, seq, req));
   });
   return rdSuccess;
 }
@@ -412,19 +347,10 @@ transport::ConnId Communicator::ringNext() {
             "cannot connect to ring neighbour rank " + std::to_string(next) + ": " + lastError());
     return 0;
   }
-  wire::Header hello = header(wire::MsgType::kRing, UINT32_MAX);
-  hello.chunk = UINT32_MAX;
+  wire::Header hello = header(wire::MsgType::kRing, kNoReducer);
+  hello.chunk = wire::kRingHelloChunk;
   transport_->send(ring_next_, &hello, sizeof hello, nullptr, 0, nullptr);
   return ring_next_;
-}
-
-void Communicator::abort() {
-  aborted_ = true;
-  transport_->post([this] {
-    failAll(rdAborted, "communicator aborted");
-    for (auto& link : links_) transport_->close(link.conn);
-    if (ring_next_ != 0) transport_->close(ring_next_);
-  });
 }
 
 }  // namespace rd::coll

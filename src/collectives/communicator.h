@@ -30,9 +30,12 @@ struct CommConfig {
   uint64_t chunk_bytes = 1 << 20;
   uint32_t window = 4;
   uint32_t timeout_ms = 60000;
-  bool ring = false;  // all-reduce algorithm
+  // As asked for until the communicator is created, which resolves it once (never auto after).
+  rdAlgorithm_t algorithm = rdAlgoDefault;
   bool deterministic = false;
-  std::string listen_host;  // "" = derived from the first reducer / rendezvous
+  std::string listen_host;        // "" = derived from the first reducer / rendezvous
+  std::string transport = "ucx";  // createTransport's name
+  std::shared_ptr<transport::ProgressEngine> engine;  // null = the process's shared one
 };
 
 /** Parses "host:port,host:port"; every entry needs a non-zero port. */
@@ -47,6 +50,10 @@ rdResult_t configFromSettings(CommConfig* config);
 class Communicator {
  public:
   /** Connects, authenticates and joins; blocks until joined, failed or timed out. */
+  /**
+   * Resolves the algorithm (resolveAlgorithm), connects, authenticates and joins; blocks until
+   * joined, failed or timed out. Every rank's algorithm, chunk size and reducer count must agree.
+   */
   static rdResult_t create(const CommConfig& config, std::unique_ptr<Communicator>* out);
   ~Communicator();
   Communicator(const Communicator&) = delete;
@@ -62,6 +69,9 @@ class Communicator {
   rdResult_t asyncError();
 
   const CommConfig& config() const { return config_; }
+
+  /** Header reducer index of messages to ring neighbours (and stamps epoch 0). */
+  static constexpr uint32_t kNoReducer = UINT32_MAX;
 
   // --- for operations (progress thread) ---
   /**
@@ -86,10 +96,12 @@ class Communicator {
   uint32_t servers() const { return static_cast<uint32_t>(links_.size() / 2); }
   /** Whether @p conn is one of reducer @p reducer's two connections. */
   bool fromReducer(transport::ConnId conn, uint32_t reducer) const;
-  /** Header stamped for a reducer (its epoch) or a ring peer (epoch 0). */
+  /** Header stamped for a reducer (its epoch) or a ring peer (kNoReducer: epoch 0). */
   wire::Header header(wire::MsgType type, uint32_t reducer) const;
   /** Connection to the next rank in the ring (connects on first use); 0 when it failed. */
   transport::ConnId ringNext();
+  /** Why the previous rank's connection is gone ("" while it is not), for later operations. */
+  const std::string& ringPreviousLost() const { return ring_prev_lost_; }
   /** Name of the reducer behind @p link for messages: "reducer 1 (127.0.0.1:4000)". */
   std::string reducerName(uint32_t link) const;
   /**
@@ -115,6 +127,10 @@ class Communicator {
   void onMessage(transport::ConnId conn, const void* header, size_t len, transport::Payload p);
   void onJoinMessage(uint32_t link, const wire::Header& h, transport::Payload& p);
   void onFailure(transport::ConnId conn, const std::string& reason);
+  void onRingFailure(transport::ConnId conn, const std::string& reason);
+  void onRingHello(transport::ConnId conn, const wire::Header& h);
+  void onReducerMessage(uint32_t link, const wire::Header& h, transport::Payload& p);
+  void onReducerError(const wire::Header& h, transport::Payload& p);
   void onTick();
   void startOp(const std::shared_ptr<Operation>& op);
   void reapFinished();
@@ -135,7 +151,8 @@ class Communicator {
   std::vector<ReducerLink> links_;
   std::vector<std::string> peer_addresses_;
   transport::ConnId ring_next_ = 0;
-  transport::ConnId ring_prev_ = 0;
+  transport::ConnId ring_prev_ = 0;  // known once the previous rank introduced its connection
+  std::string ring_prev_lost_;
 
   // Join progress (progress thread), reported through join_request_.
   uint32_t joined_links_ = 0;
@@ -167,13 +184,5 @@ class Communicator {
   bool destroying_ = false;
   Clock::time_point notice_deadline_{};
 };
-
-/** Reduction-server operation (all-reduce, reduce-scatter, all-gather, broadcast, barrier). */
-std::shared_ptr<Operation> makeReducerOp(Communicator* comm, const OpDesc& desc, uint64_t seq,
-                                         std::shared_ptr<Request> request);
-
-/** Ring all-reduce between the workers. */
-std::shared_ptr<Operation> makeRingOp(Communicator* comm, const OpDesc& desc, uint64_t seq,
-                                      std::shared_ptr<Request> request);
 
 }  // namespace rd::coll

@@ -19,16 +19,31 @@ namespace rd::coll {
 class Communicator;
 using Clock = std::chrono::steady_clock;
 
+/** The collectives of the C API. */
+enum class Collective : uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kBarrier };
+
+/** How a collective travels on the wire: a barrier is an empty all-reduce. */
+inline wire::Coll wireColl(Collective c) {
+  switch (c) {
+    case Collective::kReduceScatter: return wire::Coll::kReduceScatter;
+    case Collective::kAllGather: return wire::Coll::kAllGather;
+    case Collective::kBroadcast: return wire::Coll::kBroadcast;
+    case Collective::kAllReduce:
+    case Collective::kBarrier: break;
+  }
+  return wire::Coll::kAllReduce;
+}
+
 /** What the caller asked for. */
 struct OpDesc {
-  wire::Coll coll = wire::Coll::kAllReduce;
+  Collective coll = Collective::kAllReduce;
   const void* send = nullptr;
   void* recv = nullptr;
   uint64_t count = 0;  // all-reduce / broadcast: elements; RS: recvcount; AG: sendcount
   rdDataType_t dtype = rdFloat32;
   rdRedOp_t op = rdSum;
   uint32_t root = 0;
-  bool ring = false;  // all-reduce by ring instead of through the reducers
+  rdAlgorithm_t algorithm = rdAlgoDefault;  // chosen by selectAlgorithm when posted
   // For collectives run as a ring all-reduce (ring_composite.h): memory the operation owns,
   // and what turns its result into the caller's (run before the request completes).
   std::shared_ptr<void> scratch;
@@ -56,6 +71,12 @@ class Operation : public std::enable_shared_from_this<Operation> {
 
   /** True once the request completed and no transfer touches the user's buffers any more. */
   virtual bool finished() const = 0;
+
+  /**
+   * Whether losing @p conn, a ring neighbour's connection, breaks this operation (those that do
+   * not use the ring never need one).
+   */
+  virtual bool needsConnection(transport::ConnId /*conn*/) const { return false; }
 
   uint64_t seq() const { return seq_; }
 

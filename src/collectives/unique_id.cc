@@ -4,13 +4,12 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
 
+#include "common/algorithm.h"
 #include "common/auth.h"
 #include "common/check.h"
+#include "common/limits.h"
 #include "common/settings.h"
-#include "reduction_server/server.h"
 
 namespace rd::coll {
 
@@ -71,42 +70,25 @@ std::string routableHost() {
   return "127.0.0.1";
 }
 
-rdResult_t startRendezvous(const std::string& host, uint16_t port, const std::string& secret,
-                           std::string* address) {
-  // One per secret (communicators of one job share it), alive until the process exits.
-  static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<server::ReductionServer>> by_secret;
-  std::lock_guard<std::mutex> lock(mu);
-  std::unique_ptr<server::ReductionServer>& rendezvous = by_secret[secret];
-  if (!rendezvous) {
-    server::ServerOptions options;
-    options.host = host;
-    options.port = port;
-    options.secret = secret;
-    options.memory_limit = 64ull << 20;
-    rdResult_t started = server::ReductionServer::start(options, &rendezvous);
-    if (started != rdSuccess) {
-      by_secret.erase(secret);
-      return started;
-    }
-  }
-  *address = rendezvous->address();
-  return rdSuccess;
-}
-
-rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret, rdUniqueId* id) {
+rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret,
+                        const RendezvousStarter& rendezvous, rdUniqueId* id) {
   uint64_t comm_id = 0;
   RD_CHECK(auth::randomBytes(&comm_id, sizeof comm_id));
-  return makeUniqueIdWithCommId(reducers, secret, comm_id, id);
+  return makeUniqueIdWithCommId(reducers, secret, comm_id, rendezvous, id);
 }
 
 rdResult_t makeUniqueIdWithCommId(const std::string& reducers, const std::string& secret,
-                                  uint64_t comm_id, rdUniqueId* id) {
+                                  uint64_t comm_id, const RendezvousStarter& start_rendezvous,
+                                  rdUniqueId* id, const std::string& transport) {
   if (id == nullptr) return setError(rdInvalidArgument, "id is NULL");
   std::vector<std::string> list;
   RD_CHECK(parseReducerList(reducers, &list));
   std::string rendezvous;
-  if (list.empty()) RD_CHECK(startRendezvous(routableHost(), 0, secret, &rendezvous));
+  if (list.empty()) {
+    if (!start_rendezvous) return setError(rdUnsupported, "no rendezvous service in this program");
+    RD_CHECK(
+        start_rendezvous(RendezvousRequest{transport, routableHost(), 0, secret}, &rendezvous));
+  }
   std::string text = std::string(kIdTag) + ";" + std::to_string(comm_id | 1) + ";" + hex(secret) +
                      ";" + rendezvous + ";" + reducers;
   if (text.size() >= sizeof id->internal) {
@@ -143,8 +125,8 @@ rdResult_t readUniqueId(const rdUniqueId& id, CommConfig* config) {
                     "set LIBREDUCE_SECRET_FILE (or LIBREDUCE_SECRET)");
   }
   config->rendezvous = parts[3];
+  // The id defines the communicator: its reducers replace whatever this rank's environment says.
   RD_CHECK(parseReducerList(parts[4], &config->reducers));
-  if (config->reducers.empty()) config->ring = true;
   return rdSuccess;
 }
 
@@ -172,25 +154,38 @@ rdResult_t applyConfig(const rdCommConfig_t* user, CommConfig* config) {
                     "RD_COMM_CONFIG_INITIALIZER");
   }
   if (user->chunk_bytes != 0) {
-    if (user->chunk_bytes < 4096 || user->chunk_bytes > (64u << 20)) {
-      return setError(rdInvalidArgument, "chunk_bytes must be in 4K..64M");
+    if (user->chunk_bytes < limits::kMinChunkBytes || user->chunk_bytes > limits::kMaxChunkBytes) {
+      return setErrorf(rdInvalidArgument, "chunk_bytes %zu is not in %s", user->chunk_bytes,
+                       settings::allowedText(settings::info(settings::Id::kChunkBytes)).c_str());
     }
     config->chunk_bytes = user->chunk_bytes;
   }
-  if (user->window < 0 || user->window > 64) return setError(rdInvalidArgument, "window 0..64");
-  if (user->window != 0) config->window = static_cast<uint32_t>(user->window);
-  if (user->timeout_ms < 0) return setError(rdInvalidArgument, "timeout_ms must be >= 0");
-  if (user->timeout_ms != 0) config->timeout_ms = static_cast<uint32_t>(user->timeout_ms);
-  if (user->deterministic >= 0) config->deterministic = user->deterministic != 0;
-  if (user->algorithm == rdAlgoRing) config->ring = true;
-  if (user->algorithm == rdAlgoReductionServer) {
-    if (config->reducers.empty()) return setError(rdInvalidArgument, "no reducers in this id");
-    config->ring = false;
+  if (user->window != 0) {
+    if (user->window < static_cast<int>(limits::kMinWindow) ||
+        user->window > static_cast<int>(limits::kMaxWindow)) {
+      return setErrorf(rdInvalidArgument, "window %d is not in 0 (the setting) or %u..%u",
+                       user->window, limits::kMinWindow, limits::kMaxWindow);
+    }
+    config->window = static_cast<uint32_t>(user->window);
   }
+  if (user->timeout_ms != 0) {
+    if (user->timeout_ms < static_cast<int>(limits::kMinTimeoutMs) ||
+        static_cast<uint32_t>(user->timeout_ms) > limits::kMaxTimeoutMs) {
+      return setErrorf(rdInvalidArgument, "timeout_ms %d is not in 0 (the setting) or %u..%u",
+                       user->timeout_ms, limits::kMinTimeoutMs, limits::kMaxTimeoutMs);
+    }
+    config->timeout_ms = static_cast<uint32_t>(user->timeout_ms);
+  }
+  if (user->deterministic >= 0) config->deterministic = user->deterministic != 0;
+  if (!validAlgorithm(user->algorithm)) {
+    return setErrorf(rdInvalidArgument, "algorithm %d is not an rdAlgorithm_t",
+                     static_cast<int>(user->algorithm));
+  }
+  if (user->algorithm != rdAlgoDefault) config->algorithm = user->algorithm;
   return rdSuccess;
 }
 
-rdResult_t configFromLauncherEnv(CommConfig* config) {
+rdResult_t configFromLauncherEnv(const RendezvousStarter& start_rendezvous, CommConfig* config) {
   using settings::Id;
   int64_t rank = -1, size = -1;
   RD_CHECK(settings::readInt(Id::kRank, &rank));
@@ -225,8 +220,13 @@ rdResult_t configFromLauncherEnv(CommConfig* config) {
     }
     config->rendezvous = master + ":" + std::to_string(port + 1);
     if (config->rank == 0) {
+      if (!start_rendezvous) {
+        return setError(rdUnsupported, "no rendezvous service in this program");
+      }
       std::string address;
-      RD_CHECK(startRendezvous(master, static_cast<uint16_t>(port + 1), config->secret, &address));
+      RD_CHECK(start_rendezvous(RendezvousRequest{config->transport, master,
+                                                  static_cast<uint16_t>(port + 1), config->secret},
+                                &address));
     }
   }
   return rdSuccess;

@@ -1,17 +1,22 @@
 // How ranks learn the communicator's facts: the unique id (NCCL style) or the launcher's
-// environment. Without reducers, rank 0 runs a small in-process rendezvous (a ReductionServer
-// that only serves joins) and the ranks use ring all-reduce.
+// environment. Without reducers, rank 0 runs a small in-process rendezvous (rendezvous.h) and
+// the ranks use ring all-reduce.
 #pragma once
 
 #include <string>
 
 #include "collectives/communicator.h"
+#include "collectives/rendezvous.h"
 #include "libreduce/reduce.h"
 
 namespace rd::coll {
 
-/** Fills @p id with a fresh random comm id, the reducer list and the secret. */
-rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret, rdUniqueId* id);
+/**
+ * Fills @p id with a fresh random comm id, the reducer list and the secret. Without reducers it
+ * starts the rendezvous (@p rendezvous) in this process.
+ */
+rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret,
+                        const RendezvousStarter& rendezvous, rdUniqueId* id);
 
 /**
  * makeUniqueId with a comm id the caller chose: ranks that agree on @p comm_id, the reducers and
@@ -19,7 +24,8 @@ rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret, 
  * rank 0 published). Ids of communicators alive at once on the same reducers must differ.
  */
 rdResult_t makeUniqueIdWithCommId(const std::string& reducers, const std::string& secret,
-                                  uint64_t comm_id, rdUniqueId* id);
+                                  uint64_t comm_id, const RendezvousStarter& rendezvous,
+                                  rdUniqueId* id, const std::string& transport = "ucx");
 
 /** LIBREDUCE_LISTEN_HOST, else this host's address toward the network, else 127.0.0.1. */
 std::string routableHost();
@@ -36,14 +42,10 @@ rdResult_t stripSecret(rdUniqueId* id);
 /** Applies the fields of a caller's rdCommConfig_t that are set (NULL = none). */
 rdResult_t applyConfig(const rdCommConfig_t* user, CommConfig* config);
 
-/** Rank, size, comm id and rendezvous from LIBREDUCE_* / torchrun variables. */
-rdResult_t configFromLauncherEnv(CommConfig* config);
-
 /**
- * Starts (once per process and secret) the rendezvous service on @p host:@p port; gives its
- * address.
+ * Rank, size, comm id and rendezvous from LIBREDUCE_* / torchrun variables; rank 0 of a
+ * communicator without reducers starts the rendezvous (@p rendezvous) on MASTER_PORT + 1.
  */
-rdResult_t startRendezvous(const std::string& host, uint16_t port, const std::string& secret,
-                           std::string* address);
+rdResult_t configFromLauncherEnv(const RendezvousStarter& rendezvous, CommConfig* config);
 
 }  // namespace rd::coll

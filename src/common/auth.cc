@@ -14,6 +14,12 @@
 
 namespace rd::auth {
 
+void initCrypto() {
+  // With the configuration, as the first RAND_bytes would: that is when OpenSSL registers its
+  // exit-time clean-up.
+  OPENSSL_init_crypto(OPENSSL_INIT_LOAD_CONFIG, nullptr);
+}
+
 rdResult_t randomBytes(void* out, size_t len) {
   if (RAND_bytes(static_cast<unsigned char*>(out), static_cast<int>(len)) != 1) {
     return setError(rdSystemError, "no random bytes available (OpenSSL RAND_bytes failed)");

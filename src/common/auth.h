@@ -16,6 +16,13 @@ using Mac = std::array<uint8_t, 32>;
 
 enum class Role { kWorker, kReducer };
 
+/**
+ * Initializes OpenSSL now. Its clean-up runs at exit, in the reverse order of registration: an
+ * object that lives until exit and runs a thread using OpenSSL (the in-process rendezvous) must
+ * be made after this, so that its thread ends while OpenSSL can still free that thread's state.
+ */
+void initCrypto();
+
 /** Fills @p out from the kernel's random source. */
 rdResult_t randomBytes(void* out, size_t len);
 

@@ -5,63 +5,200 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "common/algorithm.h"
+#include "common/limits.h"
 #include "common/status.h"
 
 namespace rd::settings {
 namespace {
 
+constexpr const char* kLogLevels[] = {"none", "error", "warn", "info", "debug", "trace"};
+constexpr const char* kCpuIsas[] = {"auto", "avx512", "avx2", "scalar"};
+
 // Rows must stay in Id order: info() indexes this array by Id.
 constexpr Setting kTable[] = {
-    {Id::kLogLevel, "log_level", "LIBREDUCE_LOG_LEVEL", Kind::kChoice, "warn",
-     "none|error|warn|info|debug|trace", "Messages at this level and more severe go to stderr."},
-    {Id::kCpuIsa, "cpu_isa", "LIBREDUCE_CPU_ISA", Kind::kChoice, "auto", "auto|avx512|avx2|scalar",
-     "CPU kernel instruction set; auto picks the best the running CPU supports. Forcing one the "
-     "CPU lacks makes reductions fail with 'unsupported'."},
-    {Id::kKernelThreads, "kernel_threads", "LIBREDUCE_KERNEL_THREADS", Kind::kInt, "0", "0..256",
-     "Threads one large CPU reduction may use (the caller included); 0 = one per online CPU, "
-     "at most 8."},
-    {Id::kKernelSplitBytes, "kernel_split_bytes", "LIBREDUCE_KERNEL_SPLIT_BYTES", Kind::kSize, "1M",
-     "4K..",
-     "A CPU reduction is split across threads only in parts of at least this many destination "
-     "bytes."},
-    {Id::kKernelStreamBytes, "kernel_stream_bytes", "LIBREDUCE_KERNEL_STREAM_BYTES", Kind::kSize,
-     "4M", "0..",
-     "Destinations at least this large are written with non-temporal stores, which skip the "
-     "cache and the read-for-ownership; 0 = never."},
-    {Id::kReducers, "reducers", "LIBREDUCE_REDUCERS", Kind::kString, "", "",
-     "Comma-separated reducer addresses (host:port) a communicator created from the environment "
-     "uses. Empty: no reducers, the workers run ring all-reduce among themselves."},
-    {Id::kSecret, "secret", "LIBREDUCE_SECRET", Kind::kString, "", "",
-     "The job secret workers prove to reducers at join (HMAC challenge-response). Prefer "
-     "LIBREDUCE_SECRET_FILE: environment values can show up in process listings."},
-    {Id::kSecretFile, "secret_file", "LIBREDUCE_SECRET_FILE", Kind::kString, "", "",
-     "File holding the job secret (first line); used when LIBREDUCE_SECRET is empty."},
-    {Id::kCommId, "comm_id", "LIBREDUCE_COMM_ID", Kind::kString, "", "",
-     "Communicator (job) id shared by every rank of a communicator created from the environment; "
-     "any text. Empty: derived from MASTER_ADDR:MASTER_PORT."},
-    {Id::kRank, "rank", "LIBREDUCE_RANK", Kind::kInt, "-1", "-1..65535",
-     "This process's rank for rdCommInitFromEnv; -1 = take RANK (torchrun, reducectl)."},
-    {Id::kWorldSize, "world_size", "LIBREDUCE_WORLD_SIZE", Kind::kInt, "-1", "-1..65536",
-     "Number of ranks for rdCommInitFromEnv; -1 = take WORLD_SIZE."},
-    {Id::kAlgo, "algo", "LIBREDUCE_ALGO", Kind::kChoice, "auto", "auto|rs|ring",
-     "All-reduce algorithm: rs (through the reducers), ring (between the workers), auto (rs when "
-     "reducers are given, else ring)."},
-    {Id::kChunkBytes, "chunk_bytes", "LIBREDUCE_CHUNK_BYTES", Kind::kSize, "1M", "4K..64M",
-     "Bytes per chunk a worker sends to a reducer (rounded down to whole elements)."},
-    {Id::kWindow, "window", "LIBREDUCE_WINDOW", Kind::kInt, "4", "1..64",
-     "Chunks a worker keeps in flight per reducer (and per ring neighbour)."},
-    {Id::kTimeoutMs, "timeout_ms", "LIBREDUCE_TIMEOUT_MS", Kind::kInt, "60000", "100..86400000",
-     "Longest wait for a peer: join, each step of an operation. A peer silent for longer is "
-     "reported by name and the operation fails."},
-    {Id::kDeterministic, "deterministic", "LIBREDUCE_DETERMINISTIC", Kind::kInt, "0", "0..1",
-     "1: reducers combine contributions in rank order, so results are bit-identical run to run. "
-     "0: contributions are combined as they arrive (lower latency)."},
-    {Id::kListenHost, "listen_host", "LIBREDUCE_LISTEN_HOST", Kind::kString, "", "",
-     "Address a worker listens on for ring neighbours; empty = the local address that routes to "
-     "the first reducer (or to MASTER_ADDR)."},
-    {Id::kSpinUs, "spin_us", "LIBREDUCE_SPIN_US", Kind::kInt, "0", "0..1000000",
-     "Microseconds a progress thread keeps polling after network activity before it sleeps on "
-     "the event fd. Idle processes always sleep."},
+    {.id = Id::kLogLevel,
+     .name = "log_level",
+     .env = "LIBREDUCE_LOG_LEVEL",
+     .kind = Kind::kChoice,
+     .default_value = "warn",
+     .description = "Messages at this level and more severe go to stderr.",
+     .min = 0,
+     .max = kUnbounded,
+     .choices = kLogLevels},
+    {.id = Id::kCpuIsa,
+     .name = "cpu_isa",
+     .env = "LIBREDUCE_CPU_ISA",
+     .kind = Kind::kChoice,
+     .default_value = "auto",
+     .description = "CPU kernel instruction set; auto picks the best the running CPU supports. "
+                    "Forcing one the CPU lacks makes reductions fail with 'unsupported'.",
+     .min = 0,
+     .max = kUnbounded,
+     .choices = kCpuIsas},
+    {.id = Id::kKernelThreads,
+     .name = "kernel_threads",
+     .env = "LIBREDUCE_KERNEL_THREADS",
+     .kind = Kind::kInt,
+     .default_value = "0",
+     .description = "Threads one large CPU reduction may use (the caller included); 0 = one per "
+                    "online CPU, at most 8.",
+     .min = 0,
+     .max = 256,
+     .choices = {}},
+    {.id = Id::kKernelSplitBytes,
+     .name = "kernel_split_bytes",
+     .env = "LIBREDUCE_KERNEL_SPLIT_BYTES",
+     .kind = Kind::kSize,
+     .default_value = "1M",
+     .description = "A CPU reduction is split across threads only in parts of at least this many "
+                    "destination bytes.",
+     .min = 4096,
+     .max = kUnbounded,
+     .choices = {}},
+    {.id = Id::kKernelStreamBytes,
+     .name = "kernel_stream_bytes",
+     .env = "LIBREDUCE_KERNEL_STREAM_BYTES",
+     .kind = Kind::kSize,
+     .default_value = "4M",
+     .description = "Destinations at least this large are written with non-temporal stores, "
+                    "which skip the cache and the read-for-ownership; 0 = never.",
+     .min = 0,
+     .max = kUnbounded,
+     .choices = {}},
+    {.id = Id::kReducers,
+     .name = "reducers",
+     .env = "LIBREDUCE_REDUCERS",
+     .kind = Kind::kString,
+     .default_value = "",
+     .description = "Comma-separated reducer addresses (host:port) a communicator created from "
+                    "the environment or by rdGetUniqueId uses. Empty: no reducers, the workers "
+                    "run ring all-reduce among themselves. A unique id carries its own list, "
+                    "which wins over this one.",
+     .min = 0,
+     .max = kUnbounded,
+     .choices = {}},
+    {.id = Id::kSecret,
+     .name = "secret",
+     .env = "LIBREDUCE_SECRET",
+     .kind = Kind::kString,
+     .default_value = "",
+     .description = "The job secret workers prove to reducers at join (HMAC challenge-response). "
+                    "Prefer LIBREDUCE_SECRET_FILE: environment values can show up in process "
+                    "listings.",
+     .min = 0,
+     .max = kUnbounded,
+     .choices = {}},
+    {.id = Id::kSecretFile,
+     .name = "secret_file",
+     .env = "LIBREDUCE_SECRET_FILE",
+     .kind = Kind::kString,
+     .default_value = "",
+     .description = "File holding the job secret (first line); used when LIBREDUCE_SECRET is "
+                    "empty.",
+     .min = 0,
+     .max = kUnbounded,
+     .choices = {}},
+    {.id = Id::kCommId,
+     .name = "comm_id",
+     .env = "LIBREDUCE_COMM_ID",
+     .kind = Kind::kString,
+     .default_value = "",
+     .description = "Communicator (job) id shared by every rank of a communicator created from "
+                    "the environment; any text. Empty: derived from MASTER_ADDR:MASTER_PORT.",
+     .min = 0,
+     .max = kUnbounded,
+     .choices = {}},
+    {.id = Id::kRank,
+     .name = "rank",
+     .env = "LIBREDUCE_RANK",
+     .kind = Kind::kInt,
+     .default_value = "-1",
+     .description = "This process's rank for rdCommInitFromEnv; -1 = take RANK (torchrun, "
+                    "reducectl).",
+     .min = -1,
+     .max = limits::kMaxRanks - 1,
+     .choices = {}},
+    {.id = Id::kWorldSize,
+     .name = "world_size",
+     .env = "LIBREDUCE_WORLD_SIZE",
+     .kind = Kind::kInt,
+     .default_value = "-1",
+     .description = "Number of ranks for rdCommInitFromEnv; -1 = take WORLD_SIZE.",
+     .min = -1,
+     .max = limits::kMaxRanks,
+     .choices = {}},
+    {.id = Id::kAlgo,
+     .name = "algo",
+     .env = "LIBREDUCE_ALGO",
+     .kind = Kind::kChoice,
+     .default_value = "auto",
+     .description = "All-reduce algorithm (reduce-info and docs/settings.md say what each does). "
+                    "Resolved once per communicator, after the unique id and rdCommConfig_t; "
+                    "every rank must resolve the same one.",
+     .min = 0,
+     .max = kUnbounded,
+     .choices = kAlgorithmNames},
+    {.id = Id::kChunkBytes,
+     .name = "chunk_bytes",
+     .env = "LIBREDUCE_CHUNK_BYTES",
+     .kind = Kind::kSize,
+     .default_value = "1M",
+     .description = "Bytes per chunk a worker sends to a reducer (rounded down to whole "
+                    "elements).",
+     .min = limits::kMinChunkBytes,
+     .max = limits::kMaxChunkBytes,
+     .choices = {}},
+    {.id = Id::kWindow,
+     .name = "window",
+     .env = "LIBREDUCE_WINDOW",
+     .kind = Kind::kInt,
+     .default_value = "4",
+     .description = "Chunks a worker keeps in flight per reducer (and per ring neighbour).",
+     .min = limits::kMinWindow,
+     .max = limits::kMaxWindow,
+     .choices = {}},
+    {.id = Id::kTimeoutMs,
+     .name = "timeout_ms",
+     .env = "LIBREDUCE_TIMEOUT_MS",
+     .kind = Kind::kInt,
+     .default_value = "60000",
+     .description = "Longest wait for a peer: join, each step of an operation. A peer silent for "
+                    "longer is reported by name and the operation fails.",
+     .min = limits::kMinTimeoutMs,
+     .max = limits::kMaxTimeoutMs,
+     .choices = {}},
+    {.id = Id::kDeterministic,
+     .name = "deterministic",
+     .env = "LIBREDUCE_DETERMINISTIC",
+     .kind = Kind::kInt,
+     .default_value = "0",
+     .description = "1: reducers combine contributions in rank order, so results are "
+                    "bit-identical run to run. 0: contributions are combined as they arrive "
+                    "(lower latency).",
+     .min = 0,
+     .max = 1,
+     .choices = {}},
+    {.id = Id::kListenHost,
+     .name = "listen_host",
+     .env = "LIBREDUCE_LISTEN_HOST",
+     .kind = Kind::kString,
+     .default_value = "",
+     .description = "Address a worker listens on for ring neighbours; empty = the local address "
+                    "that routes to the first reducer (or to MASTER_ADDR).",
+     .min = 0,
+     .max = kUnbounded,
+     .choices = {}},
+    {.id = Id::kSpinUs,
+     .name = "spin_us",
+     .env = "LIBREDUCE_SPIN_US",
+     .kind = Kind::kInt,
+     .default_value = "0",
+     .description = "Microseconds the progress thread keeps polling after network activity "
+                    "before it sleeps on the event fd. Idle processes always sleep.",
+     .min = 0,
+     .max = 1000000,
+     .choices = {}},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Id::kCount), "one row per settings::Id");
 
@@ -71,22 +208,21 @@ std::string lower(std::string s) {
   return s;
 }
 
-// Parses "a..b" (either side may be empty) from the allowed column.
-void parseRange(const char* allowed, bool size, int64_t* lo, int64_t* hi) {
-  std::string range = allowed;
-  *lo = INT64_MIN;
-  *hi = INT64_MAX;
-  size_t dots = range.find("..");
-  if (dots == std::string::npos) return;
-  std::string a = range.substr(0, dots), b = range.substr(dots + 2);
-  uint64_t v = 0;
-  if (!a.empty()) *lo = size && parseSize(a, &v) ? static_cast<int64_t>(v) : std::atoll(a.c_str());
-  if (!b.empty()) *hi = size && parseSize(b, &v) ? static_cast<int64_t>(v) : std::atoll(b.c_str());
+// "64M" for sizes that are whole K/M/G/T, else the plain number.
+std::string sizeText(int64_t v) {
+  static const char kSuffix[] = {'T', 'G', 'M', 'K'};
+  for (int i = 0; i < 4; ++i) {
+    int shift = 40 - 10 * i;
+    int64_t unit = int64_t{1} << shift;
+    if (v != 0 && v % unit == 0) return std::to_string(v / unit) + kSuffix[i];
+  }
+  return std::to_string(v);
 }
 
 rdResult_t rangeError(const Setting& s, const std::string& value) {
   return setErrorf(rdInvalidArgument, "%s=%s is not valid: expected %s in %s", s.env, value.c_str(),
-                   s.kind == Kind::kSize ? "a size (e.g. 512K, 4M)" : "an integer", s.allowed);
+                   s.kind == Kind::kSize ? "a size (e.g. 512K, 4M)" : "an integer",
+                   allowedText(s).c_str());
 }
 
 // The parsers behind readInt/readSize/readChoice and checkValue: @p text is the value whether it
@@ -95,19 +231,17 @@ rdResult_t parseInt(const Setting& s, const std::string& text, int64_t* out) {
   errno = 0;
   char* end = nullptr;
   long long v = std::strtoll(text.c_str(), &end, 10);
-  int64_t lo = 0, hi = 0;
-  parseRange(s.allowed, false, &lo, &hi);
-  if (text.empty() || errno != 0 || *end != '\0' || v < lo || v > hi) return rangeError(s, text);
+  if (text.empty() || errno != 0 || *end != '\0' || v < s.min || v > s.max) {
+    return rangeError(s, text);
+  }
   *out = v;
   return rdSuccess;
 }
 
 rdResult_t parseSizeValue(const Setting& s, const std::string& text, uint64_t* out) {
   uint64_t v = 0;
-  int64_t lo = 0, hi = 0;
-  parseRange(s.allowed, true, &lo, &hi);
   if (!parseSize(text, &v) || v > static_cast<uint64_t>(INT64_MAX) ||
-      static_cast<int64_t>(v) < lo || static_cast<int64_t>(v) > hi) {
+      static_cast<int64_t>(v) < s.min || static_cast<int64_t>(v) > s.max) {
     return rangeError(s, text);
   }
   *out = v;
@@ -116,22 +250,36 @@ rdResult_t parseSizeValue(const Setting& s, const std::string& text, uint64_t* o
 
 rdResult_t parseChoice(const Setting& s, const std::string& text, std::string* out) {
   std::string value = lower(text);
-  std::string allowed = s.allowed;
-  size_t start = 0;
-  while (start <= allowed.size()) {
-    size_t bar = allowed.find('|', start);
-    if (bar == std::string::npos) bar = allowed.size();
-    if (allowed.compare(start, bar - start, value) == 0 && bar - start == value.size()) {
+  for (const char* choice : s.choices) {
+    if (value == choice) {
       *out = value;
       return rdSuccess;
     }
-    start = bar + 1;
   }
   return setErrorf(rdInvalidArgument, "%s=%s is not valid: expected one of %s", s.env, text.c_str(),
-                   s.allowed);
+                   allowedText(s).c_str());
 }
 
 }  // namespace
+
+std::string allowedText(const Setting& s) {
+  switch (s.kind) {
+    case Kind::kChoice: {
+      std::string text;
+      for (const char* choice : s.choices) text += (text.empty() ? "" : "|") + std::string(choice);
+      return text;
+    }
+    case Kind::kInt:
+    case Kind::kSize: {
+      auto show = [&](int64_t v) {
+        return s.kind == Kind::kSize ? sizeText(v) : std::to_string(v);
+      };
+      return show(s.min) + ".." + (s.max == kUnbounded ? std::string() : show(s.max));
+    }
+    case Kind::kString: break;
+  }
+  return "any";
+}
 
 std::span<const Setting> all() {
   return kTable;

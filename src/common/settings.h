@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 
@@ -35,15 +36,23 @@ enum class Id : int {
 
 enum class Kind { kString, kInt, kSize, kChoice };
 
+/** An open end of a kInt / kSize range. */
+inline constexpr int64_t kUnbounded = INT64_MAX;
+
 struct Setting {
   Id id;
   const char* name;  // short name, e.g. "kernel_threads"
   const char* env;   // environment variable, e.g. "LIBREDUCE_KERNEL_THREADS"
   Kind kind;
   const char* default_value;  // as text, parsed like an environment value
-  const char* allowed;        // choices "a|b|c" (kChoice), a range "0..1024", or "" for any
   const char* description;
+  int64_t min = 0;                       // kInt / kSize: smallest value
+  int64_t max = kUnbounded;              // kInt / kSize: largest value (kUnbounded: none)
+  std::span<const char* const> choices;  // kChoice: the allowed values, lower case
 };
+
+/** What a value may be, for messages and docs: "4K..64M", "auto|rs|ring", "any". */
+std::string allowedText(const Setting& s);
 
 /** Every setting, in table order. */
 std::span<const Setting> all();

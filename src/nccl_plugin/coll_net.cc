@@ -14,6 +14,7 @@
 #include "libreduce/reduce.h"
 #include "nccl_plugin/net_engine.h"
 #include "nccl_plugin/plugin_log.h"
+#include "reduction_server/rendezvous_service.h"
 
 namespace rd::nccl::collnet {
 
@@ -152,7 +153,7 @@ ncclResult_t connect(void* const* handles, int nranks, int rank, void* listen_co
   rdResult_t st = auth::secretFromSettings(&secret);
   if (st != rdSuccess) return RD_NCCL_FAIL(st, "CollNet connect: reading the job secret");
   rdUniqueId id;
-  st = coll::makeUniqueIdWithCommId(reducers, secret, root.nonce, &id);
+  st = coll::makeUniqueIdWithCommId(reducers, secret, root.nonce, &server::startRendezvous, &id);
   if (st != rdSuccess) return RD_NCCL_FAIL(st, "CollNet connect");
   rdCommConfig_t config = RD_COMM_CONFIG_INITIALIZER;
   config.algorithm = rdAlgoReductionServer;

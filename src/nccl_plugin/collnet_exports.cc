@@ -91,7 +91,7 @@ using rd::nccl::makeSingleVDevice;
 
 extern "C" {
 
-// NCCL 2.19 - 2.22.
+// NCCL 2.20 - 2.23.
 RD_NCCL_EXPORT ncclCollNet_v8_t ncclCollNetPlugin_v8 = {
     .name = "libreduce",
     .init = collnet::init,
@@ -112,7 +112,7 @@ RD_NCCL_EXPORT ncclCollNet_v8_t ncclCollNetPlugin_v8 = {
     .closeListen = collnet::closeListen,
 };
 
-// NCCL 2.23 - 2.24 (v9) and 2.25 - 2.27 (v10): one layout.
+// NCCL 2.24 - 2.25 (v9) and 2.26 - 2.27 (v10): one layout.
 RD_NCCL_EXPORT ncclCollNet_v9_t ncclCollNetPlugin_v9 = {
     .name = "libreduce",
     .init = collnet::init,

@@ -152,7 +152,7 @@ rdResult_t Engine::start() {
   handlers.on_tick = [] {};
   transport::Options options;
   options.name = "libreduce-nccl-net";
-  RD_CHECK(transport::createUcxTransport(options, std::move(handlers), &transport_));
+  RD_CHECK(transport::createTransport("ucx", nullptr, options, std::move(handlers), &transport_));
   std::string host = listenHost();
   return transport_->runSync([&] { return transport_->listen(host, 0, &address_); });
 }

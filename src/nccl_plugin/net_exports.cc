@@ -109,7 +109,7 @@ using rd::nccl::makeSingleVDevice;
 
 extern "C" {
 
-// NCCL 2.19 - 2.22.
+// NCCL 2.20 - 2.23.
 RD_NCCL_EXPORT ncclNet_v8_t ncclNetPlugin_v8 = {
     .name = "libreduce",
     .init = net::init,
@@ -132,7 +132,7 @@ RD_NCCL_EXPORT ncclNet_v8_t ncclNetPlugin_v8 = {
     .irecvConsumed = nullptr,
 };
 
-// NCCL 2.23 - 2.24.
+// NCCL 2.24 - 2.25.
 RD_NCCL_EXPORT ncclNet_v9_t ncclNetPlugin_v9 = {
     .name = "libreduce",
     .init = net::init,
@@ -156,7 +156,7 @@ RD_NCCL_EXPORT ncclNet_v9_t ncclNetPlugin_v9 = {
     .makeVDevice = makeSingleVDevice<ncclNetVDeviceProps<kNcclNetMaxDevsPerNicV9>>,
 };
 
-// NCCL 2.25 - 2.27.
+// NCCL 2.26 - 2.27.
 RD_NCCL_EXPORT ncclNet_v10_t ncclNetPlugin_v10 = {
     .name = "libreduce",
     .init = net::initV10,

@@ -10,8 +10,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "common/limits.h"
 #include "common/settings.h"
 #include "common/status.h"
+#include "orchestrator/managed_env.h"
 #include "orchestrator/spec_fields.h"
 
 namespace rd::orch {
@@ -25,7 +27,8 @@ using spec::SpecError;
 constexpr size_t kMaxNameLength = 128;
 constexpr int64_t kMaxTimeoutS = int64_t{30} * 24 * 3600;
 constexpr int kMaxRestarts = 100;
-constexpr int kMaxReplicas[kPoolCount] = {1, 4096, 1024, 4096};
+// Reducers: as many as one communicator spreads over.
+constexpr int kMaxReplicas[kPoolCount] = {1, 4096, static_cast<int>(limits::kMaxReducers), 4096};
 
 // Vertex names that do not fit local processes: say what to write instead of just "unknown".
 constexpr std::pair<const char*, const char*> kTopHints[] = {
@@ -42,39 +45,6 @@ constexpr std::pair<const char*, const char*> kPoolHints[] = {
     {"diskSpec", "replicas run on this machine and use its disks"},
 };
 
-// Variables reducectl sets for every replica: the job's wiring, so a spec may not override them.
-constexpr const char* kManagedEnv[] = {
-    "CLUSTER_SPEC",
-    "TF_CONFIG",
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "TORCHELASTIC_RESTART_COUNT",
-    "CLOUD_ML_JOB_ID",
-    "CLOUD_ML_TRIAL_ID",
-    "AIP_MODEL_DIR",
-    "AIP_CHECKPOINT_DIR",
-    "AIP_TENSORBOARD_LOG_DIR",
-};
-
-// libreduce settings reducectl derives for each job and replica, with the reason.
-struct ManagedSetting {
-  settings::Id id;
-  const char* reason;
-};
-constexpr ManagedSetting kManagedSettings[] = {
-    {settings::Id::kReducers,
-     "reducectl points the workers at the reducer pool (workerPoolSpecs[2])"},
-    {settings::Id::kSecret, "reducectl makes the job secret and gives it to every replica"},
-    {settings::Id::kSecretFile, "reducectl makes the job secret and gives it to every replica"},
-    {settings::Id::kCommId, "reducectl gives each run of the job its own communicator id"},
-    {settings::Id::kRank, "reducectl sets RANK for each replica"},
-    {settings::Id::kWorldSize, "reducectl sets WORLD_SIZE from the pools' replica counts"},
-};
-
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -85,13 +55,6 @@ std::string upper(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   return s;
-}
-
-const char* managedReason(settings::Id id) {
-  for (const ManagedSetting& m : kManagedSettings) {
-    if (m.id == id) return m.reason;
-  }
-  return nullptr;
 }
 
 const settings::Setting* findSetting(const std::string& name) {
@@ -174,7 +137,7 @@ Scheduling readScheduling(const Field& field) {
 [[noreturn]] void failUnknownSetting(const Entry& entry) {
   std::vector<std::string> allowed;
   for (const settings::Setting& s : settings::all()) {
-    if (managedReason(s.id) == nullptr) allowed.emplace_back(s.name);
+    if (managedSettingReason(s.id) == nullptr) allowed.emplace_back(s.name);
   }
   // LIBREDUCE_CHUNK_BYTES: the variable's name instead of the setting's.
   std::string hint;
@@ -189,7 +152,7 @@ Scheduling readScheduling(const Field& field) {
 std::string settingValue(const Field& field, const settings::Setting& s) {
   std::string text = spec::readText(field, std::string("a value for ") + s.env);
   bool flag = false;
-  bool on_off = s.kind == settings::Kind::kInt && std::strcmp(s.allowed, "0..1") == 0;
+  bool on_off = s.kind == settings::Kind::kInt && s.min == 0 && s.max == 1;
   if (on_off && YAML::convert<bool>::decode(field.node, flag)) return flag ? "1" : "0";
   return text;
 }
@@ -198,7 +161,7 @@ void readLibreduce(const Field& field, JobSpec* spec) {
   for (const Entry& entry : spec::mapEntries(field, "a map of libreduce settings (name: value)")) {
     const settings::Setting* s = findSetting(entry.name);
     if (s == nullptr) failUnknownSetting(entry);
-    if (const char* reason = managedReason(s->id)) {
+    if (const char* reason = managedSettingReason(s->id)) {
       throw SpecError{entry.key_mark, entry.value.path, std::string("set by reducectl: ") + reason};
     }
     std::string value = settingValue(entry.value, *s);
@@ -223,10 +186,8 @@ void checkEnvName(const std::string& name, const Field& at) {
     at.fail(name + " is set by reducectl from the job's libreduce settings: put libreduce " +
             "settings under libreduce:" + example);
   }
-  for (const char* managed : kManagedEnv) {
-    if (name == managed) {
-      at.fail(name + " is set by reducectl for each replica and cannot be given in the spec");
-    }
+  if (managedVariableReason(name) != nullptr) {
+    at.fail(name + " is set by reducectl for each replica and cannot be given in the spec");
   }
 }
 

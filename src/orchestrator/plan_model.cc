@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <string>
 
+#include "common/limits.h"
+
 namespace rd::orch {
 namespace {
 
-constexpr int kMaxWorkers = 65536;
+constexpr int kMaxWorkers = static_cast<int>(limits::kMaxRanks);
 // Beyond this the inputs are not a real cluster (and the count would not fit an int).
 constexpr double kMaxReducers = 1e9;
 

@@ -2,7 +2,7 @@
 //
 //   reducectl run SPEC [--quiet] [--job-id ID] [--reduce-server PATH] [--ready-timeout SEC]
 //                      [--stop-grace SEC] [--emulate-network] [--netns-tool PATH]
-//   reducectl launch [--workers N] [--reducers M] [--algo rs|ring] [--timeout SEC] [--name NAME]
+//   reducectl launch [--workers N] [--reducers M] [--algo NAME] [--timeout SEC] [--name NAME]
 //                    [--output-dir DIR] [run options] -- PROGRAM [ARGS...]
 //   reducectl validate SPEC
 //   reducectl plan (SPEC | --workers N --worker-gbps G) [--reducer-gbps R] [--reducers K]
@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "common/algorithm.h"
+#include "common/limits.h"
 #include "orchestrator/job_spec.h"
 #include "orchestrator/local_backend.h"
 #include "orchestrator/plan_model.h"
@@ -50,7 +52,8 @@ void usage(FILE* out) {
       "launch options (and the run options):\n"
       "  --workers N           ranks (default 4): the primary and N-1 workers\n"
       "  --reducers M          built-in reducers (default 2; 0: ring all-reduce)\n"
-      "  --algo rs|ring        LIBREDUCE_ALGO for the ranks (default: rs with reducers)\n"
+      "  --algo NAME           LIBREDUCE_ALGO for the ranks (reduce-info lists them; default\n"
+      "                        auto: rs with reducers, else ring)\n"
       "  --timeout SEC         job timeout (default 600)\n"
       "  --name NAME           job name (default launch)\n"
       "  --output-dir DIR      base output directory (default $TMPDIR or /tmp, /reducectl-jobs)\n"
@@ -206,6 +209,7 @@ int cmdLaunch(int argc, char** argv) {
   spec.scheduling.timeout_s = 600;
   int ranks = 4, reducers = 2;
   std::string algo;
+  rdAlgorithm_t chosen_algo = rdAlgoDefault;
   double nic_gbps = 0;
   rd::orch::RunOptions options = defaultRunOptions();
   for (const auto& [name, value] : args.flags) {
@@ -217,10 +221,12 @@ int cmdLaunch(int argc, char** argv) {
     if (name == "--workers") {
       ranks = intFlag(name, value, 1, 4096);
     } else if (name == "--reducers") {
-      reducers = intFlag(name, value, 0, 1024);
+      reducers = intFlag(name, value, 0, static_cast<int>(rd::limits::kMaxReducers));
     } else if (name == "--algo") {
-      if (value != "rs" && value != "ring") die("--algo must be rs or ring (got '" + value + "')");
-      algo = value;
+      if (!rd::algorithmFromName(value, &chosen_algo)) {
+        die("--algo must be " + rd::algorithmChoiceText() + " (got '" + value + "')");
+      }
+      algo = rd::algorithmName(chosen_algo);
     } else if (name == "--timeout") {
       spec.scheduling.timeout_s = intFlag(name, value, 1, 30 * 24 * 3600);
     } else if (name == "--name") {
@@ -231,7 +237,9 @@ int cmdLaunch(int argc, char** argv) {
       die("unknown option " + name + " for launch (see reducectl --help)");
     }
   }
-  if (algo == "rs" && reducers == 0) die("--algo rs needs at least one reducer");
+  if (rd::algorithmInfo(chosen_algo).needs_reducers && reducers == 0) {
+    die("--algo " + algo + " needs at least one reducer");
+  }
   std::vector<std::string> command(argv + dash + 1, argv + argc);
   spec.pool(PoolKind::kPrimary).replica_count = 1;
   spec.pool(PoolKind::kPrimary).command = command;
@@ -292,13 +300,13 @@ int cmdPlan(int argc, char** argv) {
   }
   for (const auto& [name, value] : args.flags) {
     if (name == "--workers") {
-      input.workers = intFlag(name, value, 1, 65536);
+      input.workers = intFlag(name, value, 1, static_cast<int>(rd::limits::kMaxRanks));
     } else if (name == "--worker-gbps") {
       input.worker_gbps = gbpsFlag(name, value);
     } else if (name == "--reducer-gbps") {
       input.reducer_gbps = gbpsFlag(name, value);
     } else if (name == "--reducers") {
-      input.reducers = intFlag(name, value, 0, 65536);
+      input.reducers = intFlag(name, value, 0, static_cast<int>(rd::limits::kMaxReducers));
     } else {
       die("unknown option " + name + " for plan (see reducectl --help)");
     }

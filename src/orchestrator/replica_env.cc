@@ -171,19 +171,4 @@ std::vector<std::pair<std::string, std::string>> replicaEnvironment(const JobSpe
   return env;
 }
 
-const std::vector<std::string>& managedVariables() {
-  // LIBREDUCE_SECRET / _RANK / _WORLD_SIZE are never set here, but an inherited value would
-  // override what reducectl gives, so they are cleared too.
-  static const std::vector<std::string> names = {
-      "CLUSTER_SPEC",       "TF_CONFIG",          "RANK",
-      "WORLD_SIZE",         "LOCAL_RANK",         "LOCAL_WORLD_SIZE",
-      "MASTER_ADDR",        "MASTER_PORT",        "TORCHELASTIC_RESTART_COUNT",
-      "LIBREDUCE_REDUCERS", "LIBREDUCE_COMM_ID",  "LIBREDUCE_SECRET_FILE",
-      "LIBREDUCE_SECRET",   "LIBREDUCE_RANK",     "LIBREDUCE_WORLD_SIZE",
-      "AIP_MODEL_DIR",      "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR",
-      "CLOUD_ML_JOB_ID",    "CLOUD_ML_TRIAL_ID",
-  };
-  return names;
-}
-
 }  // namespace rd::orch

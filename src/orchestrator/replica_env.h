@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "orchestrator/job_spec.h"
+#include "orchestrator/managed_env.h"
 
 namespace rd::orch {
 
@@ -50,8 +51,5 @@ struct ReplicaId {
 std::vector<std::pair<std::string, std::string>> replicaEnvironment(const JobSpec& spec,
                                                                     const JobLayout& layout,
                                                                     const ReplicaId& replica);
-
-/** Names of every variable replicaEnvironment may set, so inherited ones can be cleared. */
-const std::vector<std::string>& managedVariables();
 
 }  // namespace rd::orch

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/dtype.h"
 #include "common/status.h"
 
 namespace rd::wire {
@@ -98,7 +99,7 @@ rdResult_t checkDataFrame(const Header& h, const CommShape& shape, uint32_t conn
   if (h.coll == static_cast<uint8_t>(Coll::kBroadcast) && h.root >= h.nranks) {
     return reject(why, "broadcast root out of range");
   }
-  size_t esize = rdDataTypeSize(static_cast<rdDataType_t>(h.dtype));
+  size_t esize = dtypeSize(static_cast<rdDataType_t>(h.dtype));
   if (h.coll == static_cast<uint8_t>(Coll::kReduceScatter) ||
       h.coll == static_cast<uint8_t>(Coll::kAllGather)) {
     if (h.count > kMaxCount / h.nranks) return reject(why, "element count over the limit");

@@ -11,7 +11,7 @@
 namespace rd::wire {
 
 // Largest element count an operation may announce: keeps every byte offset below 2^62.
-constexpr uint64_t kMaxCount = 1ull << 58;
+constexpr uint64_t kMaxCount = limits::kMaxCount;
 
 struct Geometry {
   Coll coll = Coll::kAllReduce;
@@ -71,7 +71,8 @@ struct CommShape {
   uint32_t epoch = 0;
   uint32_t nranks = 0;
   uint64_t chunk_bytes = 0;
-  uint32_t spread = 1;  // reducers the workers spread an operation over (see makeGeometry)
+  uint32_t spread = 1;     // reducers the workers spread an operation over (see makeGeometry)
+  uint32_t algorithm = 0;  // rdAlgorithm_t the ranks resolved (the join checks they agree)
 };
 
 /**

@@ -2,6 +2,9 @@
 
 #include <cstring>
 
+#include "common/algorithm.h"
+#include "common/dtype.h"
+
 namespace rd::wire {
 
 namespace {
@@ -56,7 +59,7 @@ rdResult_t parseHeader(const void* data, size_t len, size_t payload_len, Header*
     return reject(why, "unknown message type " + std::to_string(h.type));
   }
   auto type = static_cast<MsgType>(h.type);
-  if (h.nranks == 0 || h.nranks > kMaxRanks) {
+  if (h.nranks == 0 || h.nranks > limits::kMaxRanks) {
     return reject(why, "rank count " + std::to_string(h.nranks) + " out of range");
   }
   if (h.rank >= h.nranks) return reject(why, "rank " + std::to_string(h.rank) + " out of range");
@@ -68,8 +71,8 @@ rdResult_t parseHeader(const void* data, size_t len, size_t payload_len, Header*
                            " payload bytes, message carries " + std::to_string(payload_len));
   }
   if (usesDataFields(type)) {
-    if (h.dtype >= rdNumDataTypes) return reject(why, "unknown dtype " + std::to_string(h.dtype));
-    if (h.op >= rdNumRedOps) return reject(why, "unknown op " + std::to_string(h.op));
+    if (!validDtype(h.dtype)) return reject(why, "unknown dtype " + std::to_string(h.dtype));
+    if (!validRedOp(h.op)) return reject(why, "unknown op " + std::to_string(h.op));
     if (h.coll > static_cast<uint8_t>(Coll::kLast)) {
       return reject(why, "unknown collective " + std::to_string(h.coll));
     }
@@ -94,11 +97,14 @@ rdResult_t decodeHello(const void* data, size_t len, HelloBody* out, std::string
   if (body.address_len > kMaxAddressBytes || len != sizeof body + body.address_len) {
     return reject(why, "hello length does not match its address");
   }
-  if (body.chunk_bytes < 4096 || body.chunk_bytes > kMaxPayloadBytes) {
+  if (body.chunk_bytes < limits::kMinChunkBytes || body.chunk_bytes > limits::kMaxChunkBytes) {
     return reject(why, "chunk size " + std::to_string(body.chunk_bytes) + " out of range");
   }
-  if (body.spread == 0 || body.spread > kMaxReducers) {
+  if (body.spread == 0 || body.spread > limits::kMaxReducers) {
     return reject(why, "reducer count " + std::to_string(body.spread) + " out of range");
+  }
+  if (!validAlgorithm(static_cast<int>(body.algorithm)) || body.algorithm == rdAlgoDefault) {
+    return reject(why, "algorithm " + std::to_string(body.algorithm) + " out of range");
   }
   address->assign(static_cast<const char*>(data) + sizeof body, body.address_len);
   *out = body;

@@ -8,22 +8,27 @@
 #include <cstdint>
 #include <string>
 
+#include "common/limits.h"
 #include "libreduce/reduce.h"
 
 namespace rd::wire {
 
 constexpr uint32_t kMagic = 0x31584452;  // "RDX1" in memory order
 // 2: a result channel per worker and reducer (kFlagResultChannel), and HelloBody.spread.
-constexpr uint16_t kVersion = 2;
-// Hard cap on any payload: chunks are at most 64 MiB (LIBREDUCE_CHUNK_BYTES range).
-constexpr uint64_t kMaxPayloadBytes = 64ull << 20;
+// 3: HelloBody.algorithm (every rank of a communicator must run the same).
+constexpr uint16_t kVersion = 3;
+// Hard cap on any payload: a chunk (LIBREDUCE_CHUNK_BYTES range).
+constexpr uint64_t kMaxPayloadBytes = limits::kMaxChunkBytes;
 constexpr uint64_t kMaxControlBytes = 64ull << 10;
 // Reason texts (kLeave after a failure) are cut to this: small enough to be sent eagerly.
 constexpr size_t kMaxReasonBytes = 1024;
-constexpr uint32_t kMaxRanks = 65536;
-constexpr uint32_t kMaxReducers = 65536;
 constexpr size_t kNonceBytes = 32;
 constexpr size_t kMacBytes = 32;  // HMAC-SHA256
+
+/** Header.seq of a kError that fails every operation of the communicator. */
+constexpr uint64_t kSeqAllOps = UINT64_MAX;
+/** Header.chunk of the kRing message that opens a ring connection: "I am rank h.rank". */
+constexpr uint32_t kRingHelloChunk = UINT32_MAX;
 
 enum class MsgType : uint8_t {
   kHello = 1,      // worker -> reducer: join request (HelloBody)
@@ -102,7 +107,7 @@ struct HelloBody {
   uint32_t timeout_ms = 0;
   uint32_t address_len = 0;  // bytes of the address text that follows the fixed part
   uint32_t spread = 1;       // reducers the worker spreads each operation over (>= 1)
-  uint32_t reserved = 0;     // explicit, so no uninitialized padding goes on the wire
+  uint32_t algorithm = 0;    // the communicator's resolved rdAlgorithm_t (never auto)
   uint8_t nonce[kNonceBytes] = {};
   // followed by address_len bytes: the worker's ring listen address "host:port" (may be empty)
 };

@@ -297,6 +297,7 @@ void ReduceComm::failOp(uint64_t seq, rdResult_t status, const std::string& reas
               reason.c_str());
   failed_ops_.insert(seq);
   while (failed_ops_.size() > 4096) failed_ops_.erase(failed_ops_.begin());
+  last_op_failure_ = "operation " + std::to_string(seq) + " failed: " + reason;
   for (auto it = slots_.lower_bound({seq, 0}); it != slots_.end() && it->first.first == seq;) {
     auto slot = it->second;
     ++it;
@@ -312,6 +313,9 @@ void ReduceComm::failOp(uint64_t seq, rdResult_t status, const std::string& reas
 void ReduceComm::fail(rdResult_t status, const std::string& reason) {
   if (failed()) return;
   failure_ = "reducer " + name_ + ": " + reason;
+  // A rank that leaves after an operation failed usually leaves because of it: say so, so that
+  // a rank that had not posted that operation yet still learns the root cause.
+  if (!last_op_failure_.empty()) failure_ += " (after " + last_op_failure_ + ")";
   RD_LOG_INFO("%s", failure_.c_str());
   for (auto& [key, slot] : slots_) {
     slot->dead = true;
@@ -320,7 +324,7 @@ void ReduceComm::fail(rdResult_t status, const std::string& reason) {
   slots_.clear();
   slots_per_op_.clear();
   signatures_.clear();
-  wire::Header e = errorHeader(kAllOps, status);
+  wire::Header e = errorHeader(wire::kSeqAllOps, status);
   for (uint32_t r = 0; r < shape_.nranks; ++r) sendTo(r, e, failure_);
 }
 

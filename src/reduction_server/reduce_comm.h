@@ -22,9 +22,6 @@ namespace rd::server {
 
 using Clock = std::chrono::steady_clock;
 
-/** seq value of a kError that fails every operation of the communicator. */
-constexpr uint64_t kAllOps = UINT64_MAX;
-
 struct RankLink {
   transport::ConnId conn = 0;         // contributions, control and errors; 0 once gone
   transport::ConnId result_conn = 0;  // results (the rank's result channel); 0 until joined
@@ -49,6 +46,9 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
    */
   Outcome contribute(const wire::Header& h, uint32_t conn_rank, transport::Payload& payload,
                      std::string* why);
+
+  /** True when a slot for @p h's chunk exists: its contribution needs no more memory. */
+  bool hasSlot(const wire::Header& h) const { return slots_.count({h.seq, h.chunk}) != 0; }
 
   /** Fails one operation on every rank: sends kError and drops its slots. */
   void failOp(uint64_t seq, rdResult_t status, const std::string& reason);
@@ -108,7 +108,8 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   std::unordered_map<uint64_t, wire::Header> signatures_;  // seq -> first frame seen
   std::unordered_map<uint64_t, uint32_t> slots_per_op_;
   std::set<uint64_t> failed_ops_;
-  std::vector<uint8_t> left_;  // per rank
+  std::string last_op_failure_;  // "operation N failed: why", for a later failure of the comm
+  std::vector<uint8_t> left_;    // per rank
 };
 
 }  // namespace rd::server

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/algorithm.h"
 #include "common/check.h"
+#include "common/limits.h"
 #include "common/log.h"
 
 namespace rd::server {
@@ -41,7 +43,8 @@ rdResult_t ReductionServer::start(const ServerOptions& options,
   h.on_tick = [self] { self->onTick(); };
   transport::Options topts;
   topts.name = "reduce-server";
-  RD_CHECK(transport::createUcxTransport(topts, std::move(h), &s->transport_));
+  RD_CHECK(transport::createTransport(options.transport, options.engine, topts, std::move(h),
+                                      &s->transport_));
   // Memory freed in a send completion: retry the waiting contributions from the loop.
   self->pool_.setReleaseHook([self] {
     if (self->waiting_.empty() || self->drain_posted_) return;
@@ -112,7 +115,7 @@ void ReductionServer::onMessage(transport::ConnId conn, const void* header, size
   wire::Header h;
   std::string why;
   if (wire::parseHeader(header, len, payload.size(), &h, &why) != rdSuccess) {
-    dropPeer(conn, "malformed frame: " + why);
+    dropPeer(conn, Drop::kFailed, "malformed frame: " + why);
     return;
   }
   auto type = static_cast<wire::MsgType>(h.type);
@@ -127,13 +130,17 @@ void ReductionServer::onMessage(transport::ConnId conn, const void* header, size
   } else if (type == wire::MsgType::kLeave && peer.state == State::kJoined &&
              peer.resultChannel()) {
     // The rank's data connection carries its leave or its failure notice.
-    dropPeer(conn, "left: result channel closed");
+    dropPeer(conn, Drop::kLeft, "closed its result channel");
   } else if (type == wire::MsgType::kLeave && peer.state == State::kJoined) {
     // A rank that failed says why: the other ranks then learn the root cause, not only that
     // this rank vanished.
-    dropPeer(conn, h.status == 0 ? "left the communicator" : "failed: " + printableText(payload));
+    if (h.status == rdSuccess) {
+      dropPeer(conn, Drop::kLeft, "left the communicator");
+    } else {
+      dropPeer(conn, Drop::kFailed, "failed: " + printableText(payload));
+    }
   } else if (peer.state != State::kClosing) {
-    dropPeer(conn, std::string("unexpected ") + wire::typeName(h.type) + " message");
+    dropPeer(conn, Drop::kFailed, std::string("unexpected ") + wire::typeName(h.type) + " message");
   }
 }
 
@@ -143,7 +150,7 @@ void ReductionServer::onHello(transport::ConnId conn, Peer& peer, const wire::He
   const void* bytes = p.data();
   if (bytes == nullptr ||
       wire::decodeHello(bytes, p.size(), &peer.body, &peer.address, &why) != rdSuccess) {
-    dropPeer(conn, "bad hello: " + (why.empty() ? std::string("no body") : why));
+    dropPeer(conn, Drop::kFailed, "bad hello: " + (why.empty() ? std::string("no body") : why));
     return;
   }
   peer.hello = h;
@@ -158,7 +165,7 @@ void ReductionServer::onHello(transport::ConnId conn, Peer& peer, const wire::He
 void ReductionServer::onAuth(transport::ConnId conn, Peer& peer, transport::Payload& p) {
   const void* bytes = p.data();
   if (bytes == nullptr || p.size() != wire::kMacBytes) {
-    dropPeer(conn, "bad authentication message");
+    dropPeer(conn, Drop::kFailed, "bad authentication message");
     return;
   }
   auth::Mac got{};
@@ -197,11 +204,15 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
                  std::to_string(pool_.limit()) + " bytes; lower LIBREDUCE_CHUNK_BYTES");
       return;
     }
-    wire::CommShape shape{h.comm_id, 0, h.nranks, peer.body.chunk_bytes, peer.body.spread};
-    uint32_t timeout = std::clamp<uint32_t>(peer.body.timeout_ms, 100, 86400000);
+    wire::CommShape shape{h.comm_id,          0, h.nranks, peer.body.chunk_bytes, peer.body.spread,
+                          peer.body.algorithm};
+    uint32_t timeout =
+        std::clamp<uint32_t>(peer.body.timeout_ms, limits::kMinTimeoutMs, limits::kMaxTimeoutMs);
     comm = std::make_shared<ReduceComm>(shape, timeout, flags, transport_.get(), &pool_, address_);
     comm->join_deadline = Clock::now() + std::chrono::milliseconds(timeout);
     comms_[h.comm_id] = comm;
+    RD_LOG_INFO("reducer %s: comm %016llx: first rank joining (%u ranks, timeout %u ms)",
+                address_.c_str(), static_cast<unsigned long long>(h.comm_id), h.nranks, timeout);
   } else {
     comm = it->second;
     std::string problem;
@@ -215,6 +226,12 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
     } else if (comm->shape().spread != peer.body.spread) {
       problem = "its reducer list has " + std::to_string(peer.body.spread) +
                 " reducers, the other ranks' " + std::to_string(comm->shape().spread);
+    } else if (comm->shape().algorithm != peer.body.algorithm) {
+      problem = std::string("its algorithm is ") +
+                algorithmName(static_cast<rdAlgorithm_t>(peer.body.algorithm)) +
+                ", the other ranks' " +
+                algorithmName(static_cast<rdAlgorithm_t>(comm->shape().algorithm)) +
+                " (LIBREDUCE_ALGO or rdCommConfig_t.algorithm differ)";
     } else if (results ? comm->ranks()[h.rank].result_conn != 0 : comm->ranks()[h.rank].joined) {
       problem = "rank " + std::to_string(h.rank) + " joined twice";
     }
@@ -250,7 +267,11 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
 
 void ReductionServer::onData(transport::ConnId conn, Peer& peer, const wire::Header& h,
                              transport::Payload& p) {
-  if (!waiting_.empty()) {  // keep arrival order behind earlier waiting contributions
+  // Contributions that need a new slot keep their arrival order behind the ones waiting for
+  // memory; one for a slot that exists needs none and goes in at once: the slot's memory comes
+  // back only when its last contribution lands (queued behind, the two would wait for each
+  // other for ever).
+  if (!waiting_.empty() && !peer.comm->hasSlot(h)) {
     waiting_.push_back(Waiting{conn, h, std::move(p)});
     return;
   }
@@ -260,32 +281,46 @@ void ReductionServer::onData(transport::ConnId conn, Peer& peer, const wire::Hea
     case ReduceComm::Outcome::kNeedMemory:
       waiting_.push_back(Waiting{conn, h, std::move(p)});
       break;
-    case ReduceComm::Outcome::kBadFrame: dropPeer(conn, "bad data frame: " + why); break;
+    case ReduceComm::Outcome::kBadFrame:
+      dropPeer(conn, Drop::kFailed, "bad data frame: " + why);
+      break;
   }
 }
 
 void ReductionServer::drainWaiting() {
-  while (!waiting_.empty()) {
-    Waiting& w = waiting_.front();
-    auto it = peers_.find(w.conn);
+  // New slots are made in arrival order until memory runs out; contributions to slots that
+  // exist (made meanwhile by an earlier waiting one) go in wherever they are in the queue.
+  bool out_of_memory = false;
+  std::vector<transport::ConnId> bad;
+  std::string why;
+  for (auto w = waiting_.begin(); w != waiting_.end();) {
+    auto it = peers_.find(w->conn);
     if (it == peers_.end() || it->second.state != Peer::State::kJoined) {
-      waiting_.pop_front();
+      w = waiting_.erase(w);
       continue;
     }
-    std::string why;
-    auto outcome = it->second.comm->contribute(w.header, it->second.hello.rank, w.payload, &why);
-    if (outcome == ReduceComm::Outcome::kNeedMemory) return;
-    transport::ConnId conn = w.conn;
-    waiting_.pop_front();
-    if (outcome == ReduceComm::Outcome::kBadFrame) dropPeer(conn, "bad data frame: " + why);
+    ReduceComm& comm = *it->second.comm;
+    if (out_of_memory && !comm.hasSlot(w->header)) {
+      ++w;
+      continue;
+    }
+    auto outcome = comm.contribute(w->header, it->second.hello.rank, w->payload, &why);
+    if (outcome == ReduceComm::Outcome::kNeedMemory) {
+      out_of_memory = true;
+      ++w;
+      continue;
+    }
+    if (outcome == ReduceComm::Outcome::kBadFrame) bad.push_back(w->conn);
+    w = waiting_.erase(w);
   }
+  for (transport::ConnId conn : bad) dropPeer(conn, Drop::kFailed, "bad data frame: " + why);
 }
 
 void ReductionServer::onFailure(transport::ConnId conn, const std::string& reason) {
-  dropPeer(conn, reason);
+  dropPeer(conn, Drop::kFailed, reason);
 }
 
-void ReductionServer::dropPeer(transport::ConnId conn, const std::string& reason) {
+void ReductionServer::dropPeer(transport::ConnId conn, Drop cause, const std::string& reason) {
   auto it = peers_.find(conn);
   if (it == peers_.end()) return;
   Peer peer = std::move(it->second);
@@ -301,7 +336,7 @@ void ReductionServer::dropPeer(transport::ConnId conn, const std::string& reason
     return;
   }
   auto& comm = peer.comm;
-  const bool left = reason.rfind("left", 0) == 0;
+  const bool left = cause == Drop::kLeft;
   std::string text = "rank " + std::to_string(h.rank) + " " + reason;
   if (peer.resultChannel()) {
     comm->ranks()[h.rank].result_conn = 0;
@@ -329,17 +364,19 @@ void ReductionServer::onTick() {
   for (auto& [conn, peer] : peers_) {
     if (peer.state != Peer::State::kJoined && peer.deadline < now) stale.push_back(conn);
   }
-  for (auto conn : stale) dropPeer(conn, "did not finish joining in time");
+  for (auto conn : stale) dropPeer(conn, Drop::kFailed, "did not finish joining in time");
   for (auto it = comms_.begin(); it != comms_.end();) {
     auto comm = it->second;
     if (comm->shape().epoch == 0 && !comm->failed() && comm->join_deadline < now) {
       std::string missing;
+      int count = 0;
       for (uint32_t r = 0; r < comm->shape().nranks; ++r) {
         const RankLink& link = comm->ranks()[r];
         if (link.joined && link.result_conn != 0) continue;
         missing += (missing.empty() ? "" : ",") + std::to_string(r);
+        ++count;
       }
-      comm->fail(rdTimeout, "ranks " + missing + " did not join within " +
+      comm->fail(rdTimeout, (count == 1 ? "rank " : "ranks ") + missing + " did not join within " +
                                 std::to_string(comm->timeoutMs()) + " ms");
     }
     comm->checkTimeouts(now);

@@ -22,6 +22,8 @@ struct ServerOptions {
   uint16_t port = 0;                   // 0 = any free port
   uint64_t memory_limit = 1ull << 30;  // bytes of chunk buffers
   std::string secret;                  // job secret; "" = workers must not present one either
+  std::string transport = "ucx";       // createTransport's name
+  std::shared_ptr<transport::ProgressEngine> engine;  // null = the process's shared one
 };
 
 struct ServerStats {
@@ -77,7 +79,10 @@ class ReductionServer {
   void drainWaiting();
   void reject(transport::ConnId conn, const wire::Header& h, rdResult_t status,
               const std::string& reason);
-  void dropPeer(transport::ConnId conn, const std::string& reason);
+  // Why a connection goes: its rank left the communicator (destroy), or anything else, which
+  // fails the rank's communicator.
+  enum class Drop { kLeft, kFailed };
+  void dropPeer(transport::ConnId conn, Drop cause, const std::string& reason);
 
   ServerOptions options_;
   std::string address_;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/algorithm.h"
 #include "common/settings.h"
 #include "common/status.h"
 #include "cpu/cpu_reduce.h"
@@ -82,18 +83,29 @@ void printKernels() {
 #endif
 }
 
+void printAlgorithms() {
+  std::printf("\nAlgorithms (LIBREDUCE_ALGO)\n");
+  for (const rd::AlgorithmInfo& a : rd::algorithmCatalog()) {
+    std::printf("  %-18s %s\n", a.name, a.description);
+  }
+}
+
 void printSettings(bool markdown) {
   if (markdown) {
     std::printf(
         "| Setting | Environment variable | Default | Allowed | Description |\n"
         "|---|---|---|---|---|\n");
     for (const Setting& s : rd::settings::all()) {
-      std::string allowed = s.allowed[0] ? s.allowed : "any";
+      std::string allowed = rd::settings::allowedText(s);
       for (size_t at = allowed.find('|'); at != std::string::npos; at = allowed.find('|', at + 2)) {
         allowed.replace(at, 1, "\\|");  // a bare '|' would end the table cell
       }
       std::printf("| %s | `%s` | `%s` | %s | %s |\n", s.name, s.env, s.default_value,
                   allowed.c_str(), s.description);
+    }
+    std::printf("\n## Algorithms (`LIBREDUCE_ALGO`)\n\n| Name | What it does |\n|---|---|\n");
+    for (const rd::AlgorithmInfo& a : rd::algorithmCatalog()) {
+      std::printf("| `%s` | %s |\n", a.name, a.description);
     }
     return;
   }
@@ -132,6 +144,7 @@ int main(int argc, char** argv) {
   if (!settings_only) {
     printBuild();
     printKernels();
+    printAlgorithms();
   }
   printSettings(false);
   return 0;

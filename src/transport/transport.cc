@@ -1,27 +1,47 @@
 #include "transport/transport.h"
 
 #include <cstdlib>
-#include <future>
 
 #include "common/status.h"
+#include "transport/loopback/loopback_transport.h"
+#include "transport/ucx/ucx_transport.h"
 
 namespace rd::transport {
 
-rdResult_t Transport::runSync(const std::function<rdResult_t()>& fn) {
-  if (onProgressThread()) return fn();
-  struct Outcome {
-    rdResult_t status;
-    std::string error;
-  };
-  std::promise<Outcome> done;
-  auto future = done.get_future();
-  post([&] {
-    rdResult_t status = fn();
-    done.set_value({status, status < 0 ? lastError() : std::string()});
-  });
-  Outcome outcome = future.get();
-  if (outcome.status < 0) return setError(outcome.status, outcome.error);
-  return outcome.status;
+namespace {
+
+using Factory = rdResult_t (*)(std::shared_ptr<ProgressEngine> engine, const Options& options,
+                               Handlers handlers, std::unique_ptr<Transport>* out);
+
+struct TransportEntry {
+  const char* name;
+  Factory create;
+};
+
+// Every transport, by the name createTransport takes.
+constexpr TransportEntry kTransports[] = {
+    {"ucx", &createUcxTransport},
+    {"loopback", &loopback::createLoopbackTransport},
+};
+
+}  // namespace
+
+std::string transportNames() {
+  std::string names;
+  for (const TransportEntry& t : kTransports)
+    names += (names.empty() ? "" : ", ") + std::string(t.name);
+  return names;
+}
+
+rdResult_t createTransport(const std::string& name, std::shared_ptr<ProgressEngine> engine,
+                           const Options& options, Handlers handlers,
+                           std::unique_ptr<Transport>* out) {
+  if (!engine) engine = ProgressEngine::shared();
+  for (const TransportEntry& t : kTransports) {
+    if (name == t.name) return t.create(std::move(engine), options, std::move(handlers), out);
+  }
+  return setErrorf(rdInvalidArgument, "no transport '%s' (have %s)", name.c_str(),
+                   transportNames().c_str());
 }
 
 rdResult_t splitAddress(const std::string& address, std::string* host, uint16_t* port) {

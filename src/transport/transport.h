@@ -1,11 +1,12 @@
 // The transport interface: non-blocking, message-oriented connections between libreduce
 // processes, shaped like NCCL's net plugin (listen / connect / accept, register, send / receive
-// with completion, close, peer failure). One implementation today: UCX active messages
-// (ucx_transport.h).
+// with completion, close, peer failure). Implementations are created by name
+// (createTransport): "ucx" (UCP active messages, ucx/) between processes and hosts, and
+// "loopback" (loopback/) inside one process, with fault injection, for tests.
 //
-// Threading: each Transport owns one progress thread. Every callback runs on it, and every
-// method except post() and runSync() must be called on it. Other threads hand work over with
-// post(); the progress thread blocks in the kernel while nothing happens.
+// Threading: every transport of a process is driven by the process's progress engine
+// (progress_engine.h). Every handler and completion runs on its thread, and every method but
+// post() and runSync() must be called on it.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include <string>
 
 #include "libreduce/reduce.h"
+#include "transport/progress_engine.h"
 
 namespace rd::transport {
 
@@ -78,7 +80,10 @@ struct Handlers {
 
 class Transport {
  public:
+  explicit Transport(std::shared_ptr<ProgressEngine> engine) : engine_(std::move(engine)) {}
   virtual ~Transport() = default;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
 
   /** Listens on @p host : @p port (0 = any free port); @p address gets "host:port". */
   virtual rdResult_t listen(const std::string& host, uint16_t port, std::string* address) = 0;
@@ -103,32 +108,45 @@ class Transport {
   virtual rdResult_t registerMemory(void* ptr, size_t len, MemRegion* region) = 0;
   virtual void deregisterMemory(MemRegion region) = 0;
 
-  /** Runs @p fn on the progress thread. Thread-safe. */
-  virtual void post(std::function<void()> fn) = 0;
-
-  /** True on the progress thread. */
-  virtual bool onProgressThread() const = 0;
-
   /**
-   * Closes every connection and stops the progress thread; no handler or completion runs once
-   * it returns. Owners call it before they let the transport go: the thread may still deliver
-   * messages until then, and a unique_ptr being reset already reads as null to them. Idempotent;
-   * the destructor calls it too. Not from the progress thread.
+   * Closes every connection (healthy peers get what is queued for them) and detaches from the
+   * engine: no handler or completion runs once it returns, and payloads still held become
+   * empty. Owners call it before they let the transport go: handlers may still run until then,
+   * and a unique_ptr being reset already reads as null to them. Idempotent; the destructor
+   * calls it too.
    */
   virtual void stop() = 0;
 
+  /** Runs @p fn on the progress thread. Thread-safe. */
+  void post(std::function<void()> fn) { engine_->post(std::move(fn)); }
+
   /** Runs @p fn on the progress thread and waits for its result. Thread-safe. */
-  rdResult_t runSync(const std::function<rdResult_t()>& fn);
+  rdResult_t runSync(const std::function<rdResult_t()>& fn) { return engine_->runSync(fn); }
+
+  /** True on the progress thread. */
+  bool onProgressThread() const { return engine_->onProgressThread(); }
+
+  ProgressEngine& engine() const { return *engine_; }
+
+ protected:
+  std::shared_ptr<ProgressEngine> engine_;
 };
 
 struct Options {
   std::string name = "libreduce";  // for logs
-  uint32_t spin_us = 0;            // poll this long after activity before sleeping
 };
 
-/** Creates a UCX transport and starts its progress thread. */
-rdResult_t createUcxTransport(const Options& options, Handlers handlers,
-                              std::unique_ptr<Transport>* out);
+/** Names createTransport knows, for messages: "ucx, loopback". */
+std::string transportNames();
+
+/**
+ * Creates the transport called @p name ("ucx", "loopback") on @p engine (null: the process's
+ * shared one). rdInvalidArgument for an unknown name; the transport's own error if it cannot
+ * start.
+ */
+rdResult_t createTransport(const std::string& name, std::shared_ptr<ProgressEngine> engine,
+                           const Options& options, Handlers handlers,
+                           std::unique_ptr<Transport>* out);
 
 /** Splits "host:port"; rdInvalidArgument when malformed. */
 rdResult_t splitAddress(const std::string& address, std::string* host, uint16_t* port);

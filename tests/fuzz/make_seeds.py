@@ -14,7 +14,7 @@ NRANKS = 4
 CHUNK_BYTES = 4096
 
 MAGIC = 0x31584452
-VERSION = 1
+VERSION = 3  # wire::kVersion
 HELLO, JOINED, DATA = 1, 5, 7
 ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST = 0, 1, 2, 3
 INT8, FLOAT32 = 0, 7
@@ -45,9 +45,14 @@ def data(coll, dtype, esize, count, rank, chunk, root=0):
                   chunk=chunk)
 
 
+RS = 1  # rdAlgoReductionServer
+
+
 def hello(address):
-    # wire::HelloBody: chunk_bytes timeout_ms address_len nonce[32], then the address text.
-    body = struct.pack("<QII", CHUNK_BYTES, 30000, len(address)) + bytes(range(32)) + address
+    # wire::HelloBody: chunk_bytes timeout_ms address_len spread algorithm nonce[32], then the
+    # address text.
+    body = (struct.pack("<QIIII", CHUNK_BYTES, 30000, len(address), 1, RS) + bytes(range(32)) +
+            address)
     return header(HELLO, 0, body, epoch=0, seq=0)
 
 

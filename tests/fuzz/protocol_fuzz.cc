@@ -87,8 +87,8 @@ void checkHello(const std::vector<uint8_t>& payload) {
 
 void checkAddresses(const std::vector<uint8_t>& payload, uint32_t nranks) {
   // Sized once for the largest validated rank count, not per input.
-  static std::vector<std::string> addresses(kMaxRanks);
-  if (nranks > kMaxRanks) return;
+  static std::vector<std::string> addresses(rd::limits::kMaxRanks);
+  if (nranks > rd::limits::kMaxRanks) return;
   std::string why;
   if (decodeAddresses(payload.data(), payload.size(), nranks, addresses.data(), &why) !=
       rdSuccess) {
@@ -115,7 +115,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Header sent;
     std::memcpy(&sent, header.data(), sizeof sent);
     require(sameFields(h, sent), "parsed header differs from its bytes");
-    require(h.nranks >= 1 && h.nranks <= kMaxRanks && h.rank < h.nranks, "rank fields");
+    require(h.nranks >= 1 && h.nranks <= rd::limits::kMaxRanks && h.rank < h.nranks, "rank fields");
     require(h.payload_bytes == payload.size(), "payload length");
     require(std::strcmp(typeName(h.type), "invalid") != 0, "unknown type accepted");
     // As in the reducer: checkDataFrame relies on parseHeader for dtype / op / coll, which

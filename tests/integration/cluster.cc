@@ -96,12 +96,13 @@ void Cluster::pump(milliseconds max_wait) {
   }
 }
 
-std::vector<Reducer> Cluster::startReducers(int n, const std::vector<std::string>& flags) {
+std::vector<Reducer> Cluster::startReducers(int n, const std::vector<std::string>& flags,
+                                            const std::map<std::string, std::string>& env) {
   std::vector<Reducer> out;
   for (int i = 0; i < n; ++i) {
     std::vector<std::string> argv = {RD_REDUCE_SERVER_BIN, "--listen", "127.0.0.1:0"};
     argv.insert(argv.end(), flags.begin(), flags.end());
-    Process* p = spawn(argv, {});
+    Process* p = spawn(argv, env);
     EXPECT_TRUE(waitForOutput(p, "LIBREDUCE_REDUCER_READY", milliseconds(20000))) << p->output;
     size_t at = p->output.find("address=");
     std::string address;
@@ -144,7 +145,10 @@ std::vector<Process*> Cluster::startPrograms(
         {"RANK", std::to_string(r)},      {"WORLD_SIZE", std::to_string(n)},
         {"LIBREDUCE_REDUCERS", reducers}, {"LIBREDUCE_COMM_ID", comm},
         {"MASTER_ADDR", "127.0.0.1"},     {"LIBREDUCE_TIMEOUT_MS", "10000"}};
-    if (reducers.empty()) e["MASTER_PORT"] = std::to_string(20000 + (next_comm_ * 2) % 20000);
+    // Below the kernel's ephemeral ports (32768..): one of those may be taken by a connection.
+    if (reducers.empty()) {
+      e["MASTER_PORT"] = std::to_string(20000 + (getpid() * 16 + next_comm_ * 2) % 12000);
+    }
     for (const auto& [k, v] : env) e[k] = v;
     auto it = per_rank_env.find(r);
     if (it != per_rank_env.end()) {

@@ -30,8 +30,12 @@ class Cluster {
   Cluster();
   ~Cluster();  // SIGKILLs and reaps every process still running
 
-  /** Starts @p n reducers with extra flags; fails the test if one is not ready in 20 s. */
-  std::vector<Reducer> startReducers(int n, const std::vector<std::string>& flags = {});
+  /**
+   * Starts @p n reducers with extra flags (and @p env added to theirs); fails the test if one is
+   * not ready in 20 s.
+   */
+  std::vector<Reducer> startReducers(int n, const std::vector<std::string>& flags = {},
+                                     const std::map<std::string, std::string>& env = {});
 
   /** Starts reduce-server with exactly @p flags (no --listen added); does not wait. */
   Process* startRaw(const std::vector<std::string>& flags);

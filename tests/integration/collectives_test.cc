@@ -54,9 +54,13 @@ TEST_P(Matrix, OtherCollectives) {
   expectAllPassed(cluster, big, seconds(600));
 }
 
+// Real processes over UCX for a few shapes, up to 8 workers; every ranks x reducers combination
+// up to 5 ranks runs in tests/loopback (the same worker and reducer code, in one process).
 INSTANTIATE_TEST_SUITE_P(WorkersReducers, Matrix,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 8),
-                                            ::testing::Values(1, 2, 3)),
+                         ::testing::Values(std::make_tuple(1, 1), std::make_tuple(1, 3),
+                                           std::make_tuple(2, 1), std::make_tuple(2, 3),
+                                           std::make_tuple(3, 1), std::make_tuple(3, 3),
+                                           std::make_tuple(8, 2)),
                          [](const auto& param_info) {
                            return std::to_string(std::get<0>(param_info.param)) + "workers_" +
                                   std::to_string(std::get<1>(param_info.param)) + "reducers";

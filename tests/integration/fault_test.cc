@@ -22,10 +22,22 @@ using std::chrono::seconds;
 constexpr int kTimeoutMs = 2000;
 const std::map<std::string, std::string> kShortTimeout = {
     {"LIBREDUCE_TIMEOUT_MS", std::to_string(kTimeoutMs)}};
-// Many small operations so that a fault lands mid-run.
-const std::vector<std::string> kLongRun = {"--colls",  "allreduce", "--counts", "100000",
-                                           "--dtypes", "float32",   "--ops",    "sum",
-                                           "--iters",  "100000"};
+// Many small operations so that a fault lands mid-run; each rank says when it is under way.
+const std::vector<std::string> kLongRun = {
+    "--colls", "allreduce", "--counts", "100000", "--dtypes",         "float32",
+    "--ops",   "sum",       "--iters",  "100000", "--announce-after", "5"};
+
+// Waits until every one of @p workers has run a few operations (kLongRun's announcement).
+void waitUnderWay(Cluster& cluster, const std::vector<Process*>& workers) {
+  for (Process* p : workers) {
+    ASSERT_TRUE(cluster.waitForOutput(p, "operations done", seconds(60))) << p->output;
+  }
+}
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
 
 // Every survivor fails within 2x the timeout with an error that contains @p culprit.
 void expectSurvivorsNameCulprit(Cluster& cluster, const std::vector<Process*>& survivors,
@@ -49,7 +61,7 @@ TEST_P(WorkerFault, SurvivorsFailNamingTheRankAndReducersKeepServing) {
   Cluster cluster;
   auto r = cluster.startReducers(2);
   auto w = cluster.startWorkers(4, Cluster::addresses(r), kLongRun, kShortTimeout);
-  std::this_thread::sleep_for(milliseconds(1500));
+  waitUnderWay(cluster, w);
   auto fault = Clock::now();
   Cluster::signal(w[2], GetParam());
   expectSurvivorsNameCulprit(cluster, {w[0], w[1], w[3]}, fault, "rank 2");
@@ -71,7 +83,7 @@ TEST(ReducerFault, KilledReducerIsNamedByEveryWorker) {
   Cluster cluster;
   auto r = cluster.startReducers(2);
   auto w = cluster.startWorkers(3, Cluster::addresses(r), kLongRun, kShortTimeout);
-  std::this_thread::sleep_for(milliseconds(1500));
+  waitUnderWay(cluster, w);
   auto fault = Clock::now();
   Cluster::signal(r[1].process, SIGKILL);
   expectSurvivorsNameCulprit(cluster, w, fault, "reducer");
@@ -84,17 +96,23 @@ TEST(ReducerFault, KilledReducerIsNamedByEveryWorker) {
 // timeout and stay quiet, leaving the diagnosis to rank 0.
 TEST(ReducerFault, FirstRankToSeeAFaultTellsTheOthersTheCause) {
   Cluster cluster;
-  auto r = cluster.startReducers(2);
+  auto r = cluster.startReducers(2, {"--log-level", "info"});
   std::map<std::string, std::string> env = {{"LIBREDUCE_COMM_ID", "root-cause"},
                                             {"WORLD_SIZE", "3"}};
   std::vector<Process*> w(3);
   for (int rank : {1, 2, 0}) {
-    if (rank == 0) std::this_thread::sleep_for(milliseconds(300));
     env["RANK"] = std::to_string(rank);
     env["LIBREDUCE_TIMEOUT_MS"] = rank == 0 ? "1000" : "60000";
     w[rank] = cluster.startWorkers(1, Cluster::addresses(r), kLongRun, env)[0];
+    // Ranks 1 and 2 reach the reducers first (the communicator's timeout is the first joiner's).
+    if (rank == 2) {
+      for (const Reducer& reducer : r) {
+        ASSERT_TRUE(cluster.waitForOutput(reducer.process, "first rank joining", seconds(30)))
+            << reducer.process->output;
+      }
+    }
   }
-  std::this_thread::sleep_for(milliseconds(1500));
+  waitUnderWay(cluster, w);
   auto fault = Clock::now();
   Cluster::signal(r[1].process, SIGSTOP);
   ASSERT_TRUE(cluster.wait(w, seconds(20))) << joinedOutput(w);
@@ -209,6 +227,72 @@ TEST(Abort, ReturnsWithinASecondWithAFrozenPeer) {
   EXPECT_LT(destroy_ms, 2000) << out;
   EXPECT_NE(out.find("aborted"), std::string::npos) << out;
   Cluster::signal(frozen[0], SIGKILL);
+}
+
+// NCCL-style init: the unique id names the reducer and no rank has LIBREDUCE_REDUCERS. The ranks
+// must use that reducer (not run a ring around it): once it is frozen, the operation fails
+// naming it, within the timeout.
+TEST(UniqueId, ReducersOfTheIdAreUsedWithoutTheEnvironment) {
+  Cluster cluster;
+  auto r = cluster.startReducers(1);
+  std::string id_file = cluster.dir() + "/unique-id";
+  auto w = cluster.startWorkers(
+      2, "", with(kLongRun, {"--id-file", id_file, "--id-reducers", r[0].address}), kShortTimeout);
+  waitUnderWay(cluster, w);
+  auto fault = Clock::now();
+  Cluster::signal(r[0].process, SIGSTOP);
+  expectSurvivorsNameCulprit(cluster, w, fault, r[0].address);
+  Cluster::signal(r[0].process, SIGKILL);
+}
+
+// Destroy while a reducer is frozen: the flush of its connection never finishes. The process
+// must leave by itself, in bounded time (it used to abort inside UCX, "ucp_ep.c: Assertion
+// req->flags & UCP_REQUEST_FLAG_RELEASED"), whether the operation failed on the frozen reducer
+// (rs) or went on around it (ring, whose ranks still joined through it); then the reducer dies.
+TEST(ReducerFault, DestroyWithAFrozenReducerExitsByItself) {
+  for (const char* algo : {"rs", "ring"}) {
+    SCOPED_TRACE(algo);
+    Cluster cluster;
+    auto r = cluster.startReducers(1);
+    std::string go = cluster.dir() + "/destroy-now";
+    std::map<std::string, std::string> env = kShortTimeout;
+    env["LIBREDUCE_ALGO"] = algo;
+    const bool ring = std::string(algo) == "ring";
+    // rs: runs until its operation fails, then destroys when told; ring: 20 operations, then
+    // destroys at its end as usual.
+    std::vector<std::string> args = ring ? std::vector<std::string>{"--colls",
+                                                                    "allreduce",
+                                                                    "--counts",
+                                                                    "100000",
+                                                                    "--dtypes",
+                                                                    "float32",
+                                                                    "--ops",
+                                                                    "sum",
+                                                                    "--iters",
+                                                                    "20",
+                                                                    "--announce-after",
+                                                                    "5"}
+                                         : with(kLongRun, {"--destroy-after-file", go});
+    auto w = cluster.startWorkers(2, Cluster::addresses(r), args, env);
+    waitUnderWay(cluster, w);
+    Cluster::signal(r[0].process, SIGSTOP);
+    if (!ring) {
+      for (Process* p : w) {
+        EXPECT_TRUE(cluster.waitForOutput(p, "error:", seconds(4 * kTimeoutMs / 1000 + 10)))
+            << p->output;
+      }
+      std::ofstream(go) << "go\n";
+    }
+    ASSERT_TRUE(cluster.wait(w, seconds(60))) << joinedOutput(w);
+    for (Process* p : w) {
+      EXPECT_EQ(p->status, ring ? 0 : 2) << p->output;  // not 134 (SIGABRT)
+      EXPECT_EQ(p->output.find("Assertion"), std::string::npos) << p->output;
+      if (!ring) {
+        EXPECT_NE(p->output.find("destroyed in"), std::string::npos) << p->output;
+      }
+    }
+    Cluster::signal(r[0].process, SIGKILL);
+  }
 }
 
 }  // namespace

@@ -73,12 +73,14 @@ TEST(Reducer, IdleReducerAndWaitingWorkerUseAlmostNoCpu) {
                                 env, {{0, {{"RD_IGNORED", "1"}}}});
   // Only rank 1 hangs; rank 0 runs normally until it waits for rank 1.
   ASSERT_TRUE(cluster.waitForOutput(w[1], "stopping", seconds(30))) << w[1]->output;
+  // CPU time over a 3 s window, from half a second on: by then rank 0 is waiting inside its
+  // all-reduce (its first chunk went out long before).
   std::this_thread::sleep_for(milliseconds(500));
   double reducer0 = Cluster::cpuSeconds(r[0].process);
-  double worker0 = Cluster::cpuSeconds(w[1]);
+  double worker0 = Cluster::cpuSeconds(w[0]);
   std::this_thread::sleep_for(seconds(3));
   double reducer_use = (Cluster::cpuSeconds(r[0].process) - reducer0) / 3;
-  double worker_use = (Cluster::cpuSeconds(w[1]) - worker0) / 3;
+  double worker_use = (Cluster::cpuSeconds(w[0]) - worker0) / 3;
   std::printf("idle reducer %.2f%% of a core, idle worker %.2f%%\n", 100 * reducer_use,
               100 * worker_use);
   EXPECT_LT(reducer_use, 0.02);
@@ -121,7 +123,7 @@ TEST(Reducer, MalformedFramesCloseOnlyTheOffendingConnection) {
       reported = true;
     };
     std::unique_ptr<transport::Transport> t;
-    ASSERT_EQ(transport::createUcxTransport({}, h, &t), rdSuccess);
+    ASSERT_EQ(transport::createTransport("ucx", nullptr, {}, h, &t), rdSuccess);
     transport::ConnId conn = 0;
     ASSERT_EQ(t->runSync([&] { return t->connect(r[0].address, &conn); }), rdSuccess);
     t->post([&] {
@@ -145,7 +147,10 @@ TEST(Reducer, MalformedFramesCloseOnlyTheOffendingConnection) {
 // SIGTERM: the daemon says so and exits 0; --bind-nic reports what it did.
 TEST(Reducer, ExitsCleanlyOnSigtermAndReportsBinding) {
   Cluster cluster;
-  auto r = cluster.startReducers(1, {"--bind-nic", "--threads", "1", "--log-level", "info"});
+  // hwloc's device discovery leaks inside a library it unloads again (libnl): LeakSanitizer can
+  // neither attribute nor suppress that, so this one reducer runs without its leak check.
+  auto r = cluster.startReducers(1, {"--bind-nic", "--threads", "1", "--log-level", "info"},
+                                 {{"LSAN_OPTIONS", "detect_leaks=0"}});
   auto w =
       cluster.startWorkers(2, Cluster::addresses(r), {"--counts", "1000", "--dtypes", "int64"});
   expectAllPassed(cluster, w, seconds(60));

@@ -5,6 +5,8 @@
 //   worker <rank>: <checks> checks, <failed> failed
 // Exit status 0 when every check passed, 1 on a wrong result, 2 on an API error (its message is
 // printed as "worker <rank>: error: ...").
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -32,7 +34,25 @@ struct Options {
   bool print_hash = false;
   bool constant = false;    // every element = rank + 1 (cheap check for huge buffers)
   int abort_after_ms = -1;  // post one all-reduce, abort after this long, time abort + destroy
+  // NCCL-style init: rank 0 makes a unique id for these reducers and writes it to id_file;
+  // every rank joins with it (LIBREDUCE_REDUCERS is not read).
+  std::string id_file;
+  std::string id_reducers;
+  int announce_after = -1;  // print "worker R: N operations done" after this many
+  // On an API error: wait until this file exists, destroy the communicator, say how long it
+  // took, exit 2. Without it the process leaves at once.
+  std::string destroy_after_file;
 };
+
+// Waits (bounded) until @p path exists; false when it did not appear in time.
+bool waitForFile(const std::string& path, std::chrono::seconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (access(path.c_str(), F_OK) != 0) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -89,7 +109,46 @@ struct Check {
     std::printf("worker %d: error: %s: %s: %s\n", rank, what, rdGetErrorString(st),
                 rdGetLastError());
     std::fflush(stdout);
+    if (!o.destroy_after_file.empty() && comm != nullptr) {
+      if (!waitForFile(o.destroy_after_file, std::chrono::seconds(60))) std::_Exit(4);
+      auto t0 = std::chrono::steady_clock::now();
+      rdCommDestroy(comm);
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::steady_clock::now() - t0)
+                    .count();
+      std::printf("worker %d: destroyed in %lld ms\n", rank, static_cast<long long>(ms));
+      std::fflush(stdout);
+      std::exit(2);
+    }
     std::_Exit(2);  // leave at once: the communicator may still wait on a dead peer
+  }
+
+  // rank 0 makes the id and publishes it (written aside, then renamed: never read half-done).
+  void initFromUniqueId() {
+    rdUniqueId id{};
+    if (rank == 0) {
+      const char* secret = std::getenv("LIBREDUCE_SECRET");
+      rdResult_t st = rdGetUniqueIdFor(o.id_reducers.c_str(), secret, &id);
+      if (st != rdSuccess) apiError(st, "rdGetUniqueIdFor");
+      std::string tmp = o.id_file + ".tmp";
+      FILE* f = std::fopen(tmp.c_str(), "wb");
+      if (f == nullptr || std::fwrite(&id, sizeof id, 1, f) != 1 || std::fclose(f) != 0 ||
+          std::rename(tmp.c_str(), o.id_file.c_str()) != 0) {
+        std::printf("worker 0: error: cannot write %s\n", o.id_file.c_str());
+        std::_Exit(2);
+      }
+    } else {
+      FILE* f = waitForFile(o.id_file, std::chrono::seconds(30))
+                    ? std::fopen(o.id_file.c_str(), "rb")
+                    : nullptr;
+      if (f == nullptr || std::fread(&id, sizeof id, 1, f) != 1) {
+        std::printf("worker %d: error: no unique id in %s\n", rank, o.id_file.c_str());
+        std::_Exit(2);
+      }
+      std::fclose(f);
+    }
+    rdResult_t st = rdCommInitRank(&comm, nranks, id, rank);
+    if (st != rdSuccess) apiError(st, "rdCommInitRank");
   }
 
   // Compares @p got (count elements) to @p want; returns wrong elements.
@@ -260,6 +319,14 @@ int main(int argc, char** argv) {
       o.hang_after = std::atoi(v.c_str());
     } else if (a == "--abort-after-ms") {
       o.abort_after_ms = std::atoi(v.c_str());
+    } else if (a == "--id-file") {
+      o.id_file = v;
+    } else if (a == "--id-reducers") {
+      o.id_reducers = v;
+    } else if (a == "--announce-after") {
+      o.announce_after = std::atoi(v.c_str());
+    } else if (a == "--destroy-after-file") {
+      o.destroy_after_file = v;
     } else if (a == "--random") {
       o.random = true;
       continue;
@@ -281,9 +348,14 @@ int main(int argc, char** argv) {
   if (o.ops.empty()) {
     for (int op = 0; op < rdNumRedOps; ++op) o.ops.push_back(op);
   }
-  rdResult_t st = rdCommInitFromEnv(&c.comm);
   c.rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0");
-  if (st != rdSuccess) c.apiError(st, "rdCommInitFromEnv");
+  if (!o.id_file.empty()) {
+    c.nranks = std::atoi(std::getenv("WORLD_SIZE") ? std::getenv("WORLD_SIZE") : "1");
+    c.initFromUniqueId();
+  } else {
+    rdResult_t st = rdCommInitFromEnv(&c.comm);
+    if (st != rdSuccess) c.apiError(st, "rdCommInitFromEnv");
+  }
   rdCommUserRank(c.comm, &c.rank);
   rdCommCount(c.comm, &c.nranks);
   if (o.abort_after_ms >= 0) {
@@ -313,7 +385,10 @@ int main(int argc, char** argv) {
               }
               c.run(coll, count, static_cast<rdDataType_t>(d), static_cast<rdRedOp_t>(op),
                     in_place);
-              ++done_ops;
+              if (++done_ops == o.announce_after) {
+                std::printf("worker %d: %d operations done\n", c.rank, done_ops);
+                std::fflush(stdout);
+              }
             }
           }
         }

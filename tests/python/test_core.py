@@ -3,6 +3,8 @@ typed errors in one process, then real collectives between worker processes, thr
 reduce-server processes and through the ring."""
 
 import array
+import os
+import re
 import time
 
 import numpy as np
@@ -26,6 +28,25 @@ def test_version_and_error_classes():
     assert issubclass(libreduce.InvalidArgumentError, ValueError)
     assert issubclass(libreduce.AuthError, libreduce.LibreduceError)
     assert libreduce.errors.error_for_status(-7, "x").status_name == "timeout"
+
+
+def test_error_classes_match_the_c_status_enum():
+    # Every error code of rdResult_t in the public header has its class, with the C library's
+    # name for it; none is left over.
+    header = os.path.join(os.path.dirname(__file__), "../../include/libreduce/reduce.h")
+    enum = re.search(r"typedef enum rdResult \{(.*?)\} rdResult_t;", open(header).read(), re.S)
+    codes = {int(v): n for n, v in re.findall(r"(rd\w+) = (-?\d+)", enum.group(1))}
+    errors = {c: n for c, n in codes.items() if c < 0}
+    assert len(errors) >= 13
+    by_status = libreduce.errors._BY_STATUS
+    assert set(by_status) == set(errors), (set(by_status) ^ set(errors))
+    for code, cls in by_status.items():
+        assert cls.status == code
+        assert cls.status_name == libreduce._core.status_name(code), (cls, errors[code])
+
+
+def test_algorithm_names_come_from_the_library():
+    assert libreduce.algorithms() == ["auto", "rs", "ring"]
 
 
 def test_one_rank_collectives(solo):
@@ -73,7 +94,7 @@ def test_closed_communicator_and_bad_construction(solo):
         libreduce.Communicator(0, 1, b"garbage")
     with pytest.raises(libreduce.InvalidArgumentError, match="rank 2 of 2"):
         libreduce.Communicator(2, 2, libreduce.unique_id(reducers="127.0.0.1:1"))
-    with pytest.raises(libreduce.InvalidArgumentError, match="algorithm"):
+    with pytest.raises(libreduce.InvalidArgumentError, match="expected auto, rs or ring"):
         libreduce.Communicator(0, 1, libreduce.unique_id(reducers=""), algorithm="tree")
 
 

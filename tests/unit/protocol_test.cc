@@ -207,7 +207,7 @@ TEST(WireHeader, RejectsZeroRanks) {
 
 TEST(WireHeader, RejectsTooManyRanks) {
   Header h = dataHeader();
-  h.nranks = kMaxRanks + 1;
+  h.nranks = limits::kMaxRanks + 1;
   EXPECT_TRUE(headerRejected(h, 0, "rank count"));
   h.nranks = std::numeric_limits<uint32_t>::max();
   EXPECT_TRUE(headerRejected(h, 0, "rank count"));
@@ -215,8 +215,8 @@ TEST(WireHeader, RejectsTooManyRanks) {
 
 TEST(WireHeader, AcceptsMaxRanks) {
   Header h = dataHeader();
-  h.nranks = kMaxRanks;
-  h.rank = kMaxRanks - 1;
+  h.nranks = limits::kMaxRanks;
+  h.rank = limits::kMaxRanks - 1;
   EXPECT_TRUE(headerAccepted(h, 0));
 }
 
@@ -328,6 +328,7 @@ HelloBody helloBody(uint64_t chunk_bytes = 1 << 20) {
   HelloBody b;
   b.chunk_bytes = chunk_bytes;
   b.timeout_ms = 30000;
+  b.algorithm = rdAlgoReductionServer;
   for (size_t i = 0; i < kNonceBytes; ++i) b.nonce[i] = static_cast<uint8_t>(0xa0 + i);
   return b;
 }
@@ -406,7 +407,7 @@ TEST(WireHello, RejectsAddressLenNotMatchingBody) {
 }
 
 TEST(WireHello, RejectsReducerCountOutOfRange) {
-  for (uint32_t spread : {0u, kMaxReducers + 1}) {
+  for (uint32_t spread : {0u, limits::kMaxReducers + 1}) {
     HelloBody b = helloBody();
     b.spread = spread;
     EXPECT_TRUE(helloRejected(encodeHello(b, "h:1"), "reducer count")) << spread;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/limits.h"
 #include "tensor_types.h"
 
 namespace rd::torch_backend {
@@ -90,7 +91,8 @@ ProcessGroupLibreduce::ProcessGroupLibreduce(const std::string& unique_id, int r
   std::memcpy(id.internal, unique_id.data(), unique_id.size());
   rdCommConfig_t config = RD_COMM_CONFIG_INITIALIZER;
   // The group's timeout bounds every wait for a peer, as NCCL's watchdog does.
-  config.timeout_ms = static_cast<int>(std::clamp<int64_t>(timeout.count(), 100, 86400000));
+  config.timeout_ms = static_cast<int>(
+      std::clamp<int64_t>(timeout.count(), rd::limits::kMinTimeoutMs, rd::limits::kMaxTimeoutMs));
   rdResult_t status = rdCommInitRankConfig(&comm_, size, id, rank, &config);
   TORCH_CHECK(status == rdSuccess, "libreduce: rank ", rank, " of ", size,
               " could not join its communicator: ", rdGetErrorString(status), ": ",

@@ -1,9 +1,10 @@
-#include "collectives/ring_composite.h"
+#include "collectives/algorithms/ring_composite.h"
 
 #include <cstring>
 #include <memory>
 #include <new>
 
+#include "common/dtype.h"
 #include "common/status.h"
 
 namespace rd::coll {
@@ -19,7 +20,7 @@ std::shared_ptr<char[]> scratchBytes(uint64_t bytes) {
 }
 
 void asByteSum(OpDesc* d, void* buffer, uint64_t bytes) {
-  d->coll = wire::Coll::kAllReduce;
+  d->coll = Collective::kAllReduce;
   d->send = buffer;
   d->recv = buffer;
   d->count = bytes;
@@ -30,18 +31,20 @@ void asByteSum(OpDesc* d, void* buffer, uint64_t bytes) {
 }  // namespace
 
 rdResult_t asRingAllReduce(OpDesc* d, uint32_t rank, uint32_t nranks) {
-  size_t esize = rdDataTypeSize(d->dtype);
+  size_t esize = dtypeSize(d->dtype);
   uint64_t bytes = d->count * esize;
   switch (d->coll) {
-    case wire::Coll::kAllReduce:
+    case Collective::kAllReduce:
       if (d->count != 0) break;
-      // A barrier: one byte around the ring (an empty ring all-reduce waits for nobody).
+      [[fallthrough]];
+    case Collective::kBarrier:
+      // One byte around the ring (an empty ring all-reduce waits for nobody).
       d->scratch = scratchBytes(1);
       if (!d->scratch) return rdOutOfMemory;
       static_cast<char*>(d->scratch.get())[0] = 0;
       asByteSum(d, d->scratch.get(), 1);
       break;
-    case wire::Coll::kBroadcast: {
+    case Collective::kBroadcast: {
       // Every rank but the root contributes zeros.
       if (rank == d->root) {
         if (d->send != d->recv && bytes != 0) std::memmove(d->recv, d->send, bytes);
@@ -51,7 +54,7 @@ rdResult_t asRingAllReduce(OpDesc* d, uint32_t rank, uint32_t nranks) {
       asByteSum(d, d->recv, bytes);
       break;
     }
-    case wire::Coll::kAllGather: {
+    case Collective::kAllGather: {
       // Each rank contributes its part in its own slot and zeros elsewhere.
       char* out = static_cast<char*>(d->recv);
       char* mine = out + rank * bytes;
@@ -63,7 +66,7 @@ rdResult_t asRingAllReduce(OpDesc* d, uint32_t rank, uint32_t nranks) {
       asByteSum(d, out, bytes * nranks);
       break;
     }
-    case wire::Coll::kReduceScatter: {
+    case Collective::kReduceScatter: {
       // The whole reduction into scratch; this rank keeps its part.
       auto scratch = scratchBytes(bytes * nranks);
       if (!scratch) return rdOutOfMemory;
@@ -74,14 +77,13 @@ rdResult_t asRingAllReduce(OpDesc* d, uint32_t rank, uint32_t nranks) {
         if (bytes != 0) std::memcpy(recv, part, bytes);
       };
       d->scratch = scratch;
-      d->coll = wire::Coll::kAllReduce;
+      d->coll = Collective::kAllReduce;
       d->send = scratch.get();
       d->recv = scratch.get();
       d->count *= nranks;
       break;
     }
   }
-  d->ring = true;
   return rdSuccess;
 }
 

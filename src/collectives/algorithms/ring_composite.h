@@ -13,9 +13,10 @@
 namespace rd::coll {
 
 /**
- * Rewrites @p desc (a reduce-scatter, all-gather, broadcast or barrier of rank @p rank of
- * @p nranks) into the ring all-reduce that computes it, preparing the caller's receive buffer
- * or a scratch buffer the operation owns. The caller's buffers are checked already.
+ * Rewrites @p desc (a reduce-scatter, all-gather, broadcast, barrier or empty all-reduce of rank
+ * @p rank of @p nranks) into the ring all-reduce that computes it, preparing the caller's receive
+ * buffer or a scratch buffer the operation owns. The caller's buffers are checked already. The
+ * ring algorithm's rewrite in the registry.
  */
 rdResult_t asRingAllReduce(OpDesc* desc, uint32_t rank, uint32_t nranks);
 

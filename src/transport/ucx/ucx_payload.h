@@ -7,15 +7,14 @@
 #include <memory>
 
 #include "transport/transport.h"
+#include "transport/ucx/ucx_worker.h"
 
 namespace rd::transport {
 
-class UcxTransport;
-
 /** Shared between the AM callback and the Payload handed to the owner. */
 struct UcxMessage {
-  UcxTransport* transport = nullptr;
-  void* data = nullptr;  // eager bytes or rendezvous descriptor
+  std::shared_ptr<WorkerRef> worker;  // its worker is null once gone: nothing left to release
+  void* data = nullptr;               // eager bytes or rendezvous descriptor
   size_t len = 0;
   bool rendezvous = false;
   bool ucx_owned = false;   // eager bytes UCX keeps until ucp_am_data_release

@@ -1,13 +1,14 @@
-// Ring all-reduce between the workers, over the same transport: the baseline every figure is
-// compared with, and the algorithm when no reducers are given. The buffer is cut into nranks
-// segments; 2(n-1) steps (reduce-scatter, then all-gather) each pass one segment to the next
-// rank. Segments are sent in pieces of chunk_bytes, and each piece is forwarded as soon as it
-// arrives, so the steps overlap like a pipeline.
+// The ring algorithm ("ring"): all-reduce between the workers, over the same transport: the
+// baseline every figure is compared with, and the algorithm when no reducers are given. The buffer
+// is cut into nranks segments; 2(n-1) steps (reduce-scatter, then all-gather) each pass one segment
+// to the next rank. Segments are sent in pieces of chunk_bytes, and each piece is forwarded as soon
+// as it arrives, so the steps overlap like a pipeline.
 #include <cstring>
 #include <deque>
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "common/dtype.h"
 #include "cpu/cpu_reduce.h"
 
 namespace rd::coll {
@@ -24,6 +25,7 @@ class RingOp final : public Operation {
   void onTick(Clock::time_point now) override;
   void fail(rdResult_t status, const std::string& reason) override;
   bool finished() const override { return completed_ && receiving_ == 0 && sending_ == 0; }
+  bool needsConnection(transport::ConnId conn) const override;
 
  private:
   uint32_t n() const { return comm_->config().nranks; }
@@ -65,6 +67,12 @@ class RingOp final : public Operation {
   uint32_t steps_ = 0;
   uint64_t expected_ = 0;  // pieces to receive over all steps
   uint64_t received_ = 0;
+  uint64_t to_send_ = 0;  // pieces to send over all steps
+  uint64_t sent_ = 0;
+  // Which pieces arrived (index: first piece of the step + piece): each counts once, and one
+  // that comes twice is a protocol error, never a second fold into the sum.
+  std::vector<uint64_t> step_first_;
+  std::vector<uint8_t> arrived_;
   uint32_t receiving_ = 0;
   uint32_t sending_ = 0;
   bool completed_ = false;
@@ -73,7 +81,7 @@ class RingOp final : public Operation {
 };
 
 void RingOp::start() {
-  esize_ = rdDataTypeSize(desc_.dtype);
+  esize_ = dtypeSize(desc_.dtype);
   piece_elems_ = std::max<uint64_t>(1, comm_->config().chunk_bytes / esize_);
   if (desc_.send != desc_.recv && desc_.count != 0) {
     std::memcpy(desc_.recv, desc_.send, desc_.count * esize_);
@@ -87,7 +95,16 @@ void RingOp::start() {
     succeedIfDone();
     return;
   }
-  for (uint32_t t = 0; t < steps_; ++t) expected_ += pieces(recvSeg(t));
+  for (uint32_t t = 0; t < steps_; ++t) {
+    step_first_.push_back(expected_);
+    expected_ += pieces(recvSeg(t));
+    to_send_ += pieces(sendSeg(t));
+  }
+  arrived_.assign(expected_, 0);
+  if (std::string lost = comm_->ringPreviousLost(); !lost.empty()) {
+    fail(rdConnectionError, lost);
+    return;
+  }
   next_ = comm_->ringNext();
   if (next_ == 0) return;  // ringNext failed the communicator
   for (uint32_t p = 0; p < pieces(sendSeg(0)); ++p) sendPiece(0, p);
@@ -96,8 +113,7 @@ void RingOp::start() {
 void RingOp::sendPiece(uint32_t step, uint32_t piece) {
   if (completed_) return;
   uint32_t s = sendSeg(step);
-  wire::Header h = comm_->header(wire::MsgType::kRing, UINT32_MAX);
-  h.epoch = 0;
+  wire::Header h = comm_->header(wire::MsgType::kRing, Communicator::kNoReducer);
   h.dtype = static_cast<uint8_t>(desc_.dtype);
   h.op = static_cast<uint8_t>(desc_.op);
   h.count = desc_.count;
@@ -106,6 +122,7 @@ void RingOp::sendPiece(uint32_t step, uint32_t piece) {
   h.chunk = piece;
   h.payload_bytes = pieceElems(s, piece) * esize_;
   ++sending_;
+  ++sent_;
   auto self = shared_from_this();
   // Large pieces are pulled by the neighbour later: the operation is done, and the caller may
   // reuse the buffer, only when every send completed.
@@ -156,6 +173,15 @@ void RingOp::onMessage(transport::ConnId, const wire::Header& h, transport::Payl
                        "dtype or op?)");
     return;
   }
+  uint8_t& arrived = arrived_[step_first_[step] + h.chunk];
+  if (arrived != 0) {
+    comm_->failAll(rdProtocolError, "ring operation " + std::to_string(seq_) + ": rank " +
+                                        std::to_string(h.rank) + " sent piece " +
+                                        std::to_string(h.chunk) + " of step " +
+                                        std::to_string(step) + " twice");
+    return;
+  }
+  arrived = 1;
   if (payload.data() != nullptr || payload.size() == 0) {
     absorb(step, h.chunk, payload.data());
     payload.discard();
@@ -191,6 +217,14 @@ void RingOp::fetchHeld() {
       fetchHeld();
     });
   }
+}
+
+bool RingOp::needsConnection(transport::ConnId conn) const {
+  if (completed_) return false;
+  // The link to the next rank until every piece went out; the one from the previous rank until
+  // every piece came in. A neighbour that finished and left breaks neither.
+  if (conn == next_) return sending_ != 0 || sent_ < to_send_;
+  return received_ < expected_ || receiving_ != 0;
 }
 
 void RingOp::succeedIfDone() {

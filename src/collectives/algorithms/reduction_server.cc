@@ -1,12 +1,14 @@
-// Collectives through the reducers: the buffer is cut into chunks (protocol/chunking.h), each
-// chunk goes to its reducer with at most `window` chunks in flight per reducer, and results are
-// received straight into the output buffer while later chunks are still being sent.
+// The reduction-server algorithm ("rs"): the buffer is cut into chunks (protocol/chunking.h),
+// each chunk goes to its reducer with at most `window` chunks in flight per reducer, and results
+// are received straight into the output buffer while later chunks are still being sent. Runs
+// every collective; a barrier is an empty all-reduce that every rank must send.
 #include <algorithm>
 #include <cstring>
 #include <deque>
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "common/dtype.h"
 #include "protocol/chunking.h"
 
 namespace rd::coll {
@@ -27,11 +29,14 @@ class ReducerOp final : public Operation {
  private:
   void pump(uint32_t reducer);
   void succeedIfDone();
+  // Whether an answer's echoed arguments are this rank's call.
+  bool sameArguments(const wire::Header& h) const;
   // Byte offset of a chunk in the send / receive buffer (RS and AG buffers hold one rank's part).
   size_t sendOffset(const wire::ChunkSpan& s) const;
   size_t recvOffset(const wire::ChunkSpan& s) const;
 
   size_t esize_ = 0;
+  wire::Coll coll_ = wire::Coll::kAllReduce;
   wire::Geometry g_;
   uint32_t nreducers_ = 0;
   std::vector<std::deque<uint32_t>> queue_;  // chunks still to send, per reducer
@@ -58,21 +63,21 @@ class ReducerOp final : public Operation {
 };
 
 size_t ReducerOp::sendOffset(const wire::ChunkSpan& s) const {
-  uint64_t first = desc_.coll == wire::Coll::kAllGather ? s.offset - s.owner * g_.count : s.offset;
+  uint64_t first = coll_ == wire::Coll::kAllGather ? s.offset - s.owner * g_.count : s.offset;
   return first * esize_;
 }
 
 size_t ReducerOp::recvOffset(const wire::ChunkSpan& s) const {
-  uint64_t first =
-      desc_.coll == wire::Coll::kReduceScatter ? s.offset - s.owner * g_.count : s.offset;
+  uint64_t first = coll_ == wire::Coll::kReduceScatter ? s.offset - s.owner * g_.count : s.offset;
   return first * esize_;
 }
 
 void ReducerOp::start() {
   const CommConfig& cfg = comm_->config();
-  esize_ = rdDataTypeSize(desc_.dtype);
+  esize_ = dtypeSize(desc_.dtype);
+  coll_ = wireColl(desc_.coll);
   nreducers_ = comm_->dataReducers();
-  g_ = wire::makeGeometry(desc_.coll, desc_.count, cfg.nranks, desc_.root, cfg.chunk_bytes, esize_,
+  g_ = wire::makeGeometry(coll_, desc_.count, cfg.nranks, desc_.root, cfg.chunk_bytes, esize_,
                           nreducers_);
   if (g_.nchunks > UINT32_MAX) {
     fail(rdInvalidArgument, "operation of " + std::to_string(desc_.count) +
@@ -82,11 +87,11 @@ void ReducerOp::start() {
   // The part this rank already holds is copied locally, never sent back to it.
   char* recv = static_cast<char*>(desc_.recv);
   const char* send = static_cast<const char*>(desc_.send);
-  if (desc_.coll == wire::Coll::kAllGather) {
+  if (coll_ == wire::Coll::kAllGather) {
     char* mine = recv + static_cast<size_t>(cfg.rank) * desc_.count * esize_;
     if (mine != send && desc_.count != 0) std::memmove(mine, send, desc_.count * esize_);
     desc_.send = mine;
-  } else if (desc_.coll == wire::Coll::kBroadcast && cfg.rank == desc_.root && send != recv &&
+  } else if (coll_ == wire::Coll::kBroadcast && cfg.rank == desc_.root && send != recv &&
              desc_.count != 0) {
     std::memmove(recv, send, desc_.count * esize_);
   }
@@ -115,7 +120,7 @@ void ReducerOp::pump(uint32_t m) {
     queue_[m].pop_front();
     wire::ChunkSpan span = wire::chunkSpan(g_, k);
     wire::Header h = comm_->header(wire::MsgType::kData, m);
-    h.coll = static_cast<uint8_t>(desc_.coll);
+    h.coll = static_cast<uint8_t>(coll_);
     h.dtype = static_cast<uint8_t>(desc_.dtype);
     h.op = static_cast<uint8_t>(desc_.op);
     h.count = desc_.count;
@@ -147,6 +152,13 @@ void ReducerOp::onMessage(transport::ConnId conn, const wire::Header& h,
   std::string problem;
   if (type != wire::MsgType::kResult && type != wire::MsgType::kAck) {
     problem = std::string("unexpected ") + wire::typeName(h.type) + " message";
+  } else if (!sameArguments(h)) {
+    // A rank that only receives (broadcast, all-gather) sends nothing the reducer could compare:
+    // the answer echoes the arguments the reducer took, and this rank compares them here.
+    fail(rdInvalidUsage, "rank " + std::to_string(rank) + " called operation " +
+                             std::to_string(seq_) + " with different arguments than the ranks " +
+                             comm_->reducerName(m) + " served it for");
+    return;
   } else if (h.chunk >= g_.nchunks || answered_[h.chunk] != 0 || !comm_->fromReducer(conn, m)) {
     problem = "answer for chunk " + std::to_string(h.chunk) + " that it does not own or repeats";
   } else if (type == wire::MsgType::kResult &&
@@ -189,6 +201,13 @@ void ReducerOp::onMessage(transport::ConnId conn, const wire::Header& h,
     ++answered_count_;
     succeedIfDone();
   });
+}
+
+bool ReducerOp::sameArguments(const wire::Header& h) const {
+  bool reduces = coll_ == wire::Coll::kAllReduce || coll_ == wire::Coll::kReduceScatter;
+  return h.coll == static_cast<uint8_t>(coll_) && h.dtype == static_cast<uint8_t>(desc_.dtype) &&
+         h.count == desc_.count && (!reduces || h.op == static_cast<uint8_t>(desc_.op)) &&
+         (coll_ != wire::Coll::kBroadcast || h.root == desc_.root);
 }
 
 void ReducerOp::succeedIfDone() {
@@ -247,8 +266,8 @@ void ReducerOp::onTick(Clock::time_point now) {
 
 }  // namespace
 
-std::shared_ptr<Operation> makeReducerOp(Communicator* comm, const OpDesc& desc, uint64_t seq,
-                                         std::shared_ptr<Request> request) {
+std::shared_ptr<Operation> makeReductionServerOp(Communicator* comm, const OpDesc& desc,
+                                                 uint64_t seq, std::shared_ptr<Request> request) {
   return std::make_shared<ReducerOp>(comm, desc, seq, std::move(request));
 }
 

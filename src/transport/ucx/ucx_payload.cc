@@ -1,23 +1,22 @@
-#include "transport/ucx_payload.h"
+#include "transport/ucx/ucx_payload.h"
 
 #include <cstring>
 
 #include "common/log.h"
-#include "transport/ucx_transport.h"
 
 namespace rd::transport {
 
 namespace {
 
-struct RecvContext {
-  Completion done;
-};
-
 void onRecvDone(void* request, ucs_status_t status, size_t /*length*/, void* user_data) {
-  auto* ctx = static_cast<RecvContext*>(user_data);
-  if (ctx->done) ctx->done(status == UCS_OK ? rdSuccess : rdConnectionError);
-  delete ctx;
+  UcxWorker::completeRequest(static_cast<RequestContext*>(user_data),
+                             status == UCS_OK ? rdSuccess : rdConnectionError);
   ucp_request_free(request);
+}
+
+// Gives eager bytes or a rendezvous descriptor back to UCX, unless the worker is gone.
+void release(const UcxMessage& m) {
+  if (m.worker->worker != nullptr) ucp_am_data_release(m.worker->worker, m.data);
 }
 
 }  // namespace
@@ -39,7 +38,7 @@ void UcxPayload::receiveInto(void* dst, MemRegion region, Completion done) {
   m.done = true;
   if (!m.rendezvous) {
     if (m.len != 0) std::memcpy(dst, m.data, m.len);
-    if (m.ucx_owned && !m.in_callback) ucp_am_data_release(m.transport->worker(), m.data);
+    if (m.ucx_owned && !m.in_callback) release(m);
     m.copy.reset();
     if (done) done(rdSuccess);
     return;
@@ -47,8 +46,18 @@ void UcxPayload::receiveInto(void* dst, MemRegion region, Completion done) {
   // Rendezvous: start the fetch from the progress loop, never from inside a UCX callback.
   m.fetch_started = true;
   auto msg = msg_;
-  m.transport->deferReceive([msg, dst, region, done = std::move(done)]() mutable {
-    auto* ctx = new RecvContext{std::move(done)};
+  if (msg->worker->worker == nullptr) {  // the transport stopped meanwhile
+    if (done) done(rdConnectionError);
+    return;
+  }
+  msg->worker->engine->defer([msg, dst, region, done = std::move(done)]() mutable {
+    ucp_worker_h worker = msg->worker->worker;
+    // A stopped transport starts no transfer into its owner's memory.
+    if (worker == nullptr || msg->worker->source->owner() == nullptr) {
+      if (done) done(rdConnectionError);
+      return;
+    }
+    RequestContext* ctx = msg->worker->source->newRequest(std::string(), std::move(done));
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.recv_am = onRecvDone;
@@ -57,13 +66,11 @@ void UcxPayload::receiveInto(void* dst, MemRegion region, Completion done) {
       param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
       param.memh = static_cast<ucp_mem_h>(region);
     }
-    ucs_status_ptr_t req =
-        ucp_am_recv_data_nbx(msg->transport->worker(), msg->data, dst, msg->len, &param);
+    ucs_status_ptr_t req = ucp_am_recv_data_nbx(worker, msg->data, dst, msg->len, &param);
     if (UCS_PTR_IS_PTR(req)) return;  // onRecvDone runs later
     ucs_status_t status = UCS_PTR_STATUS(req);
     if (status != UCS_OK) RD_LOG_DEBUG("rendezvous receive failed: %s", ucs_status_string(status));
-    if (ctx->done) ctx->done(status == UCS_OK ? rdSuccess : rdConnectionError);
-    delete ctx;
+    UcxWorker::completeRequest(ctx, status == UCS_OK ? rdSuccess : rdConnectionError);
   });
 }
 
@@ -72,9 +79,7 @@ void UcxPayload::discard() {
   if (m.done) return;
   m.done = true;
   m.copy.reset();
-  if ((m.ucx_owned || m.rendezvous) && !m.in_callback) {
-    ucp_am_data_release(m.transport->worker(), m.data);
-  }
+  if ((m.ucx_owned || m.rendezvous) && !m.in_callback) release(m);
 }
 
 ucs_status_t UcxMessage::finishCallback() {
