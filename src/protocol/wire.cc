@@ -41,6 +41,11 @@ const char* typeName(uint8_t type) {
   return type <= static_cast<uint8_t>(MsgType::kLast) ? kNames[type] : "invalid";
 }
 
+const char* collName(uint8_t coll) {
+  static const char* const kNames[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast"};
+  return coll <= static_cast<uint8_t>(Coll::kLast) ? kNames[coll] : "invalid";
+}
+
 rdResult_t parseHeader(const void* data, size_t len, size_t payload_len, Header* out,
                        std::string* why) {
   if (data == nullptr || len < sizeof(Header)) {

@@ -99,6 +99,9 @@ rdResult_t parseHeader(const void* data, size_t len, size_t payload_len, Header*
 /** Name of a message type, for logs ("data", "hello", ...). */
 const char* typeName(uint8_t type);
 
+/** Name of a collective, for logs and errors ("all-reduce", ...; "invalid" out of range). */
+const char* collName(uint8_t coll);
+
 // --- join bodies -------------------------------------------------------------------------
 
 /** kHello payload: what a worker announces when it joins. */

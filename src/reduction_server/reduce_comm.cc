@@ -53,8 +53,7 @@ bool sameSignature(const wire::Header& a, const wire::Header& b) {
 }
 
 std::string describe(const wire::Header& h) {
-  static const char* const kColl[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast"};
-  std::string s = kColl[h.coll];
+  std::string s = wire::collName(h.coll);
   s += " count " + std::to_string(h.count) + " " +
        rdDataTypeName(static_cast<rdDataType_t>(h.dtype));
   if (h.coll == static_cast<uint8_t>(wire::Coll::kAllReduce) ||

@@ -1,14 +1,12 @@
-// The wire protocol's parsers and chunk geometry. Every frame comes from the network, so each
+// The wire protocol's parsers. Every frame comes from the network, so each
 // rejection test starts from a valid frame and breaks exactly one field: the reason text is
 // checked too, so a frame refused for some other reason does not pass as the intended check.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "protocol/chunking.h"
@@ -509,211 +507,6 @@ TEST(WireAddresses, RejectsEntryOverTheLimit) {
   EXPECT_TRUE(addressesRejected(encodeAddresses(&too_long, 1), 1, "address list"));
 }
 
-// --- chunk geometry ----------------------------------------------------------------------
-
-constexpr Coll kColls[] = {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather,
-                           Coll::kBroadcast};
-
-bool perRank(Coll c) {
-  return c == Coll::kReduceScatter || c == Coll::kAllGather;
-}
-
-const char* collName(Coll c) {
-  switch (c) {
-    case Coll::kAllReduce: return "all-reduce";
-    case Coll::kReduceScatter: return "reduce-scatter";
-    case Coll::kAllGather: return "all-gather";
-    case Coll::kBroadcast: return "broadcast";
-  }
-  return "?";
-}
-
-TEST(ChunkGeometry, CoversTheBufferExactlyOnce) {
-  for (Coll coll : kColls) {
-    for (uint64_t count : {0ull, 1ull, 7ull, 1000ull, (1ull << 20) + 3}) {
-      for (uint32_t nranks : {1u, 2u, 3u, 8u}) {
-        for (uint64_t chunk_bytes : {4096ull, 1ull << 20}) {
-          for (size_t esize : {1u, 2u, 4u, 8u}) {
-            SCOPED_TRACE(testing::Message()
-                         << collName(coll) << " count " << count << " nranks " << nranks
-                         << " chunk_bytes " << chunk_bytes << " esize " << esize);
-            Geometry g = makeGeometry(coll, count, nranks, 0, chunk_bytes, esize);
-            const uint64_t chunk_elems = chunk_bytes / esize;
-            ASSERT_EQ(g.chunk_elems, chunk_elems);
-            const uint64_t parts = perRank(coll) ? nranks : 1;
-            const uint64_t total = count * parts;
-            const uint64_t per_part =
-                std::max<uint64_t>(1, (count + chunk_elems - 1) / chunk_elems);
-            ASSERT_EQ(g.nchunks, per_part * parts);
-
-            std::vector<std::pair<uint64_t, uint64_t>> spans;  // (offset, elems)
-            for (uint64_t k = 0; k < g.nchunks; ++k) {
-              ChunkSpan s = chunkSpan(g, k);
-              ASSERT_LE(s.elems, chunk_elems) << k;
-              if (count > 0) {
-                ASSERT_GT(s.elems, 0u) << k;
-              }
-              if (perRank(coll)) {
-                // Each chunk lies inside its owner's part of the buffer.
-                ASSERT_LT(s.owner, nranks) << k;
-                ASSERT_GE(s.offset, s.owner * count) << k;
-                ASSERT_LE(s.offset + s.elems, (s.owner + 1) * count) << k;
-              }
-              spans.emplace_back(s.offset, s.elems);
-            }
-            std::sort(spans.begin(), spans.end());
-            uint64_t covered = 0;
-            for (const auto& [offset, elems] : spans) {
-              ASSERT_EQ(offset, covered) << "gap or overlap";
-              covered += elems;
-            }
-            ASSERT_EQ(covered, total);
-          }
-        }
-      }
-    }
-  }
-}
-
-TEST(ChunkGeometry, ZeroCountHasOneEmptyChunk) {
-  for (Coll coll : kColls) {
-    SCOPED_TRACE(collName(coll));
-    Geometry g = makeGeometry(coll, 0, 3, 0, 4096, 4);
-    ASSERT_EQ(g.nchunks, perRank(coll) ? 3u : 1u);
-    for (uint64_t k = 0; k < g.nchunks; ++k) {
-      ChunkSpan s = chunkSpan(g, k);
-      EXPECT_EQ(s.elems, 0u) << k;
-      EXPECT_EQ(s.offset, 0u) << k;
-      if (perRank(coll)) {
-        EXPECT_EQ(s.owner, k);
-      }
-    }
-  }
-}
-
-TEST(ChunkGeometry, SplitsEachRanksPartOnItsOwn) {
-  // 1500 float32 per rank in 4 KiB chunks: 1024 + 476 elements per rank.
-  Geometry g = makeGeometry(Coll::kReduceScatter, 1500, 3, 0, 4096, 4);
-  EXPECT_EQ(g.chunks_per_rank, 2u);
-  ASSERT_EQ(g.nchunks, 6u);
-  ChunkSpan s = chunkSpan(g, 3);
-  EXPECT_EQ(s.owner, 1u);
-  EXPECT_EQ(s.offset, 1500u + 1024u);
-  EXPECT_EQ(s.elems, 476u);
-}
-
-TEST(ChunkGeometry, RoundsChunkBytesDownToWholeElements) {
-  EXPECT_EQ(makeGeometry(Coll::kAllReduce, 100, 1, 0, 4097, 8).chunk_elems, 512u);
-  EXPECT_EQ(makeGeometry(Coll::kAllReduce, 100, 1, 0, 4095, 2).chunk_elems, 2047u);
-  // Never zero elements, which would make the chunk count infinite.
-  EXPECT_EQ(makeGeometry(Coll::kAllReduce, 100, 1, 0, 3, 8).chunk_elems, 1u);
-  EXPECT_EQ(makeGeometry(Coll::kAllReduce, 100, 1, 0, 0, 8).chunk_elems, 1u);
-}
-
-TEST(ChunkGeometry, SmallBuffersAreSpreadOverEveryReducer) {
-  // 1 MiB of float32 with 1 MiB chunks and 8 reducers: kSpreadDepth = 4 chunks of 32 KiB per
-  // reducer, not 1 chunk of 1 MiB for one reducer.
-  static_assert(kSpreadDepth == 4);
-  Geometry g = makeGeometry(Coll::kAllReduce, 1 << 18, 4, 0, 1 << 20, 4, 8);
-  EXPECT_EQ(g.chunk_elems, 1u << 13);
-  EXPECT_EQ(g.nchunks, 32u);
-  // Never below kMinSpreadChunkBytes: 6 KiB make 2 chunks (4 KiB + 2 KiB), not 32.
-  EXPECT_EQ(makeGeometry(Coll::kBroadcast, 1536, 4, 0, 1 << 20, 4, 8).nchunks, 2u);
-  // Big buffers keep chunk_bytes; reduce-scatter / all-gather parts are not spread further.
-  EXPECT_EQ(makeGeometry(Coll::kAllReduce, 1 << 24, 4, 0, 1 << 20, 4, 8).chunk_elems, 1u << 18);
-  EXPECT_EQ(makeGeometry(Coll::kReduceScatter, 1 << 18, 4, 0, 1 << 20, 4, 8).nchunks, 4u);
-  // Every spread still covers the buffer exactly once.
-  for (uint32_t spread : {1u, 2u, 3u, 8u, 64u}) {
-    for (uint64_t count : {1ull, 1000ull, 4097ull, (1ull << 20) + 3}) {
-      Geometry sg = makeGeometry(Coll::kAllReduce, count, 2, 0, 1 << 20, 2, spread);
-      uint64_t covered = 0;
-      for (uint64_t k = 0; k < sg.nchunks; ++k) {
-        ChunkSpan s = chunkSpan(sg, k);
-        ASSERT_EQ(s.offset, covered) << spread << " " << count << " " << k;
-        ASSERT_GT(s.elems, 0u);
-        covered += s.elems;
-      }
-      ASSERT_EQ(covered, count) << spread;
-    }
-  }
-}
-
-TEST(ChunkRoles, AllReduceEveryRankContributesAndReceives) {
-  Geometry g = makeGeometry(Coll::kAllReduce, 10000, 4, 0, 4096, 4);
-  EXPECT_EQ(contributorCount(g), 4u);
-  for (uint64_t k = 0; k < g.nchunks; ++k) {
-    for (uint32_t r = 0; r < 4; ++r) {
-      EXPECT_TRUE(contributes(g, k, r)) << k << " " << r;
-      EXPECT_TRUE(receivesResult(g, k, r)) << k << " " << r;
-    }
-  }
-}
-
-TEST(ChunkRoles, ReduceScatterEveryRankContributesOnlyOwnerReceives) {
-  Geometry g = makeGeometry(Coll::kReduceScatter, 3000, 4, 0, 4096, 4);
-  EXPECT_EQ(contributorCount(g), 4u);
-  for (uint64_t k = 0; k < g.nchunks; ++k) {
-    uint32_t owner = chunkSpan(g, k).owner;
-    for (uint32_t r = 0; r < 4; ++r) {
-      EXPECT_TRUE(contributes(g, k, r)) << k << " " << r;
-      EXPECT_EQ(receivesResult(g, k, r), r == owner) << k << " " << r;
-    }
-  }
-}
-
-TEST(ChunkRoles, AllGatherOnlyOwnerContributesOthersReceive) {
-  Geometry g = makeGeometry(Coll::kAllGather, 3000, 4, 0, 4096, 4);
-  EXPECT_EQ(contributorCount(g), 1u);
-  std::vector<int> contributions(4);
-  for (uint64_t k = 0; k < g.nchunks; ++k) {
-    uint32_t owner = chunkSpan(g, k).owner;
-    for (uint32_t r = 0; r < 4; ++r) {
-      EXPECT_EQ(contributes(g, k, r), r == owner) << k << " " << r;
-      EXPECT_EQ(receivesResult(g, k, r), r != owner) << k << " " << r;
-      contributions[r] += contributes(g, k, r) ? 1 : 0;
-    }
-  }
-  // Every rank owns the same number of chunks of its own part.
-  // 3000 elements per rank in 1024-element chunks: 3 each.
-  for (uint32_t r = 0; r < 4; ++r) EXPECT_EQ(contributions[r], 3) << r;
-}
-
-TEST(ChunkRoles, BroadcastOnlyRootContributesEveryoneElseReceives) {
-  for (uint32_t root : {0u, 2u, 3u}) {
-    Geometry g = makeGeometry(Coll::kBroadcast, 10000, 4, root, 4096, 4);
-    EXPECT_EQ(contributorCount(g), 1u);
-    for (uint64_t k = 0; k < g.nchunks; ++k) {
-      for (uint32_t r = 0; r < 4; ++r) {
-        EXPECT_EQ(contributes(g, k, r), r == root) << root << " " << k << " " << r;
-        EXPECT_EQ(receivesResult(g, k, r), r != root) << root << " " << k << " " << r;
-      }
-    }
-  }
-}
-
-TEST(ChunkRoles, ReducerForSpreadsChunks) {
-  for (uint32_t nreducers : {1u, 2u, 3u, 7u}) {
-    for (uint64_t seq : {0ull, 1ull, 5ull, 1ull << 40}) {
-      std::vector<int> load(nreducers);
-      for (uint64_t k = 0; k < 100 * nreducers; ++k) {
-        uint32_t r = reducerFor(k, seq, nreducers);
-        ASSERT_LT(r, nreducers);
-        ++load[r];
-        // Consecutive chunks go to different reducers.
-        if (nreducers > 1) {
-          EXPECT_NE(r, reducerFor(k + 1, seq, nreducers)) << k;
-        }
-      }
-      for (uint32_t r = 0; r < nreducers; ++r) EXPECT_EQ(load[r], 100) << nreducers << " " << r;
-    }
-    // The next operation starts its first chunk on the next reducer, so single-chunk
-    // operations do not all land on reducer 0.
-    if (nreducers > 1) {
-      EXPECT_NE(reducerFor(0, 0, nreducers), reducerFor(0, 1, nreducers));
-    }
-  }
-}
-
 // --- checkDataFrame ----------------------------------------------------------------------
 
 constexpr CommShape kShape{kCommId, kEpoch, kRanks, 4096};
@@ -833,9 +626,9 @@ TEST(DataFrame, RejectsCountOverTheLimit) {
   EXPECT_TRUE(frameRejected(frame(Coll::kBroadcast, ~0ull, 0, 0, 4096), 0, "count"));
   // Per-rank counts: the whole buffer, count x nranks, must stay within the limit.
   for (Coll c : {Coll::kReduceScatter, Coll::kAllGather}) {
-    EXPECT_TRUE(frameAccepted(frame(c, kMaxCount / kRanks, 0, 0, 4096), 0)) << collName(c);
+    EXPECT_TRUE(frameAccepted(frame(c, kMaxCount / kRanks, 0, 0, 4096), 0)) << collName(u8(c));
     EXPECT_TRUE(frameRejected(frame(c, kMaxCount / kRanks + 1, 0, 0, 4096), 0, "count"))
-        << collName(c);
+        << collName(u8(c));
   }
 }
 
