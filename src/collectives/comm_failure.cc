@@ -29,8 +29,7 @@ void Communicator::onFailure(transport::ConnId conn, const std::string& reason) 
 
 void Communicator::onRingFailure(transport::ConnId conn, const std::string& reason) {
   const bool next = conn == ring_next_;
-  uint32_t neighbour = next ? (config_.rank + 1) % config_.nranks
-                            : (config_.rank + config_.nranks - 1) % config_.nranks;
+  uint32_t neighbour = next ? nextRank() : prevRank();
   std::string what = "ring neighbour rank " + std::to_string(neighbour) + ": " + reason;
   if (next) ring_next_ = 0;
   bool needed = false;

@@ -225,7 +225,7 @@ void Communicator::onMessage(transport::ConnId conn, const void* header, size_t 
 }
 
 void Communicator::onRingHello(transport::ConnId conn, const wire::Header& h) {
-  uint32_t prev = (config_.rank + config_.nranks - 1) % config_.nranks;
+  uint32_t prev = prevRank();
   if (h.rank != prev) {
     failAll(rdProtocolError, "rank " + std::to_string(h.rank) +
                                  " opened a ring connection, but the previous rank is " +
@@ -341,7 +341,7 @@ void Communicator::startOp(const std::shared_ptr<Operation>& op) {
 
 transport::ConnId Communicator::ringNext() {
   if (ring_next_ != 0) return ring_next_;
-  uint32_t next = (config_.rank + 1) % config_.nranks;
+  uint32_t next = nextRank();
   if (transport_->connect(peer_addresses_.at(next), &ring_next_) != rdSuccess) {
     failAll(rdConnectionError,
             "cannot connect to ring neighbour rank " + std::to_string(next) + ": " + lastError());

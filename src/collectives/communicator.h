@@ -129,6 +129,9 @@ class Communicator {
   void onFailure(transport::ConnId conn, const std::string& reason);
   void onRingFailure(transport::ConnId conn, const std::string& reason);
   void onRingHello(transport::ConnId conn, const wire::Header& h);
+  // The ranks before and after this one around the ring.
+  uint32_t prevRank() const { return (config_.rank + config_.nranks - 1) % config_.nranks; }
+  uint32_t nextRank() const { return (config_.rank + 1) % config_.nranks; }
   void onReducerMessage(uint32_t link, const wire::Header& h, transport::Payload& p);
   void onReducerError(const wire::Header& h, transport::Payload& p);
   void onTick();

@@ -8,7 +8,6 @@
 #include "common/algorithm.h"
 #include "common/auth.h"
 #include "common/check.h"
-#include "common/limits.h"
 #include "common/settings.h"
 
 namespace rd::coll {
@@ -55,6 +54,20 @@ uint64_t hashText(const std::string& text) {
 std::string envOr(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && v[0] != '\0' ? v : fallback;
+}
+
+// A field of rdCommConfig_t that overrides a setting: 0 keeps the setting, any other value must
+// lie in the setting's range (the bounds of common/limits.h).
+template <typename T>
+rdResult_t overrideSetting(settings::Id id, int64_t value, T* out) {
+  if (value == 0) return rdSuccess;
+  const settings::Setting& s = settings::info(id);
+  if (value < s.min || (s.max != settings::kUnbounded && value > s.max)) {
+    return setErrorf(rdInvalidArgument, "%s %lld is not in 0 (the setting) or %s", s.name,
+                     static_cast<long long>(value), settings::allowedText(s).c_str());
+  }
+  *out = static_cast<T>(value);
+  return rdSuccess;
 }
 
 }  // namespace
@@ -153,29 +166,10 @@ rdResult_t applyConfig(const rdCommConfig_t* user, CommConfig* config) {
                     "rdCommConfig_t.size is wrong: start from "
                     "RD_COMM_CONFIG_INITIALIZER");
   }
-  if (user->chunk_bytes != 0) {
-    if (user->chunk_bytes < limits::kMinChunkBytes || user->chunk_bytes > limits::kMaxChunkBytes) {
-      return setErrorf(rdInvalidArgument, "chunk_bytes %zu is not in %s", user->chunk_bytes,
-                       settings::allowedText(settings::info(settings::Id::kChunkBytes)).c_str());
-    }
-    config->chunk_bytes = user->chunk_bytes;
-  }
-  if (user->window != 0) {
-    if (user->window < static_cast<int>(limits::kMinWindow) ||
-        user->window > static_cast<int>(limits::kMaxWindow)) {
-      return setErrorf(rdInvalidArgument, "window %d is not in 0 (the setting) or %u..%u",
-                       user->window, limits::kMinWindow, limits::kMaxWindow);
-    }
-    config->window = static_cast<uint32_t>(user->window);
-  }
-  if (user->timeout_ms != 0) {
-    if (user->timeout_ms < static_cast<int>(limits::kMinTimeoutMs) ||
-        static_cast<uint32_t>(user->timeout_ms) > limits::kMaxTimeoutMs) {
-      return setErrorf(rdInvalidArgument, "timeout_ms %d is not in 0 (the setting) or %u..%u",
-                       user->timeout_ms, limits::kMinTimeoutMs, limits::kMaxTimeoutMs);
-    }
-    config->timeout_ms = static_cast<uint32_t>(user->timeout_ms);
-  }
+  RD_CHECK(overrideSetting(settings::Id::kChunkBytes, static_cast<int64_t>(user->chunk_bytes),
+                           &config->chunk_bytes));
+  RD_CHECK(overrideSetting(settings::Id::kWindow, user->window, &config->window));
+  RD_CHECK(overrideSetting(settings::Id::kTimeoutMs, user->timeout_ms, &config->timeout_ms));
   if (user->deterministic >= 0) config->deterministic = user->deterministic != 0;
   if (!validAlgorithm(user->algorithm)) {
     return setErrorf(rdInvalidArgument, "algorithm %d is not an rdAlgorithm_t",

@@ -166,6 +166,49 @@ TEST(UniqueId, ItsReducersWinOverAnEnvironmentWithout) {
       world.reducerAddress(0)));
 }
 
+// rdCommConfig_t's overrides: 0 keeps the setting, a value in the setting's range replaces it,
+// one outside is refused naming the field and the range, leaving the config as it was.
+TEST(CommConfig, OverridesKeepReplaceOrAreRefusedNamingTheRange) {
+  coll::CommConfig base;
+  base.chunk_bytes = 1 << 20;
+  base.window = 4;
+  base.timeout_ms = 60000;
+  rdCommConfig_t user = RD_COMM_CONFIG_INITIALIZER;
+  coll::CommConfig c = base;
+  ASSERT_EQ(coll::applyConfig(&user, &c), rdSuccess) << lastError();
+  EXPECT_EQ(c.chunk_bytes, base.chunk_bytes);
+  EXPECT_EQ(c.window, base.window);
+  EXPECT_EQ(c.timeout_ms, base.timeout_ms);
+  user.chunk_bytes = 4096;
+  user.window = 64;
+  user.timeout_ms = 100;
+  ASSERT_EQ(coll::applyConfig(&user, &c), rdSuccess) << lastError();
+  EXPECT_EQ(c.chunk_bytes, 4096u);
+  EXPECT_EQ(c.window, 64u);
+  EXPECT_EQ(c.timeout_ms, 100u);
+  struct Bad {
+    size_t chunk_bytes;
+    int window;
+    int timeout_ms;
+    const char* named;
+  };
+  for (const Bad& bad : {Bad{4095, 0, 0, "chunk_bytes 4095"}, Bad{(64u << 20) + 1, 0, 0, "64M"},
+                         Bad{~size_t{0}, 0, 0, "chunk_bytes"}, Bad{0, 65, 0, "window 65"},
+                         Bad{0, -1, 0, "window -1"}, Bad{0, 0, 99, "timeout_ms 99"},
+                         Bad{0, 0, -5, "timeout_ms -5"}}) {
+    rdCommConfig_t wrong = RD_COMM_CONFIG_INITIALIZER;
+    wrong.chunk_bytes = bad.chunk_bytes;
+    wrong.window = bad.window;
+    wrong.timeout_ms = bad.timeout_ms;
+    coll::CommConfig kept = base;
+    EXPECT_EQ(coll::applyConfig(&wrong, &kept), rdInvalidArgument) << bad.named;
+    EXPECT_NE(lastError().find(bad.named), std::string::npos) << lastError();
+    EXPECT_EQ(kept.chunk_bytes, base.chunk_bytes);
+    EXPECT_EQ(kept.window, base.window);
+    EXPECT_EQ(kept.timeout_ms, base.timeout_ms);
+  }
+}
+
 TEST(Join, WrongSecretIsRefusedOnBothSides) {
   auto outcomes = failedJoin(2, 1, [](int rank, coll::CommConfig* c) {
     if (rank == 1) c->secret = "not-the-secret";
