@@ -116,21 +116,33 @@ if ((!fast)); then
     run_ctest "ASan + UBSan build" build-asan \
     -E '^(package|fuzz)\.|^integration\.(WorkersReducers/|Collectives\.|Reducer\.Soak)' ||
     status=1
+  # The hostile-network suite against the ASan + UBSan reducer (the workers are build/'s: the
+  # sanitizer build has no benchmarks). Its peak RSS is ASan's quarantine, so it is not checked.
+  echo "== tests: hostile network, ASan + UBSan reducer"
+  log=$(mktemp)
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    capture "$log" /usr/bin/python3 tests/hostile/hostile_network.py --build-dir build \
+    --reduce-server build-asan/src/reduce-server --skip-memory-check || status=1
+  summaries+=("hostile network (ASan + UBSan reducer): $(grep -oE '[0-9]+ tests failed out of .*' "$log" | tail -1 || true)")
+  rm -f "$log"
 
   echo "== build with TSan (build-tsan/): the in-process tests"
-  # Ranks, reducers and the progress engine in one process over the loopback transport, where
-  # every thread is ours. UCX's own threads and memory hooks are not TSan-instrumented, so the
+  # Ranks, reducers and the progress engine in one process over the loopback transport, and the
+  # bootstrap over TCP, where every thread is ours. UCX's own threads and memory hooks are not TSan-instrumented, so the
   # multi-process suites are not run under it (they run under ASan above).
   cmake -S . -B build-tsan -G Ninja -DLIBREDUCE_SANITIZE=thread \
         -DLIBREDUCE_WITH_CUDA=OFF -DLIBREDUCE_BUILD_BENCH=OFF -DLIBREDUCE_WITH_PYTHON=OFF \
         -DLIBREDUCE_WITH_NCCL_PLUGIN=OFF >/dev/null
-  cmake --build build-tsan -j "$jobs" --target rd_loopback_tests rd_unit_tests
+  cmake --build build-tsan -j "$jobs" --target rd_loopback_tests rd_unit_tests rd_bootstrap_tests
   # UCX is linked in (the transport factory knows it): its memory hooks, which patch madvise of
   # every thread's stack, crash inside TSan's interceptors, and these tests never use UCX.
   export UCX_MEM_MMAP_HOOK_MODE=none
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     run_gtest "TSan: in-process tests" build-tsan/tests/rd_loopback_tests || status=1
   TSAN_OPTIONS=halt_on_error=1 run_gtest "TSan: unit tests" build-tsan/tests/rd_unit_tests || status=1
+  # The bootstrap's listener and connector on the engine thread, over TCP on 127.0.0.1.
+  TSAN_OPTIONS=halt_on_error=1 run_gtest "TSan: bootstrap tests" build-tsan/tests/rd_bootstrap_tests ||
+    status=1
   unset UCX_MEM_MMAP_HOOK_MODE
 fi
 

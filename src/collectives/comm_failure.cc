@@ -6,8 +6,13 @@
 
 namespace rd::coll {
 
-void Communicator::onFailure(transport::ConnId conn, const std::string& reason) {
+void Communicator::onFailure(transport::ConnId conn, rdResult_t status, const std::string& reason) {
   int link = linkOf(conn);
+  if (link >= 0 && status == rdAuthFailed && !links_[link].welcomed) {
+    // A wrong secret does not get right by trying again.
+    failAll(rdAuthFailed, reducerName(link) + ": " + reason);
+    return;
+  }
   if (link >= 0 && links_[link].epoch == 0 && !aborted_ && Clock::now() < join_deadline_ &&
       !links_[link].welcomed) {
     // Not up yet (workers may start before their reducers or rank 0): try again until the

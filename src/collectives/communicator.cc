@@ -35,16 +35,19 @@ rdResult_t Communicator::start() {
   h.on_message = [this](transport::ConnId c, const void* hdr, size_t len, transport::Payload p) {
     onMessage(c, hdr, len, std::move(p));
   };
-  h.on_failure = [this](transport::ConnId c, rdResult_t, const std::string& why) {
-    onFailure(c, why);
+  h.on_failure = [this](transport::ConnId c, rdResult_t status, const std::string& why) {
+    onFailure(c, status, why);
   };
   h.on_tick = [this] { onTick(); };
-  transport::Options topts;
-  topts.name = "libreduce-rank" + std::to_string(config_.rank);
-  RD_CHECK(transport::createTransport(config_.transport, config_.engine, topts, std::move(h),
-                                      &transport_));
   std::vector<std::string> targets = config_.reducers;
   if (targets.empty()) targets.push_back(config_.rendezvous);
+  if (config_.listen_host.empty()) config_.listen_host = localAddressToward(targets.front());
+  transport::Options topts;
+  topts.name = "libreduce-rank" + std::to_string(config_.rank);
+  topts.secret = config_.secret;
+  topts.local_host = config_.listen_host;
+  RD_CHECK(transport::createTransport(config_.transport, config_.engine, topts, std::move(h),
+                                      &transport_));
   for (bool result_channel : {false, true}) {
     for (const auto& address : targets) {
       ReducerLink link;
@@ -53,7 +56,6 @@ rdResult_t Communicator::start() {
       links_.push_back(link);
     }
   }
-  if (config_.listen_host.empty()) config_.listen_host = localAddressToward(targets.front());
   // Connection failures from here on are retried until the join deadline.
   join_deadline_ = Clock::now() + std::chrono::milliseconds(config_.timeout_ms);
   return transport_->runSync([this] {

@@ -126,7 +126,7 @@ class Communicator {
   static constexpr std::chrono::milliseconds kConnectRetry{200};
   void onMessage(transport::ConnId conn, const void* header, size_t len, transport::Payload p);
   void onJoinMessage(uint32_t link, const wire::Header& h, transport::Payload& p);
-  void onFailure(transport::ConnId conn, const std::string& reason);
+  void onFailure(transport::ConnId conn, rdResult_t status, const std::string& reason);
   void onRingFailure(transport::ConnId conn, const std::string& reason);
   void onRingHello(transport::ConnId conn, const wire::Header& h);
   // The ranks before and after this one around the ring.

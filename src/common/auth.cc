@@ -44,13 +44,17 @@ Mac prove(Role role, const std::string& secret, uint64_t comm_id, uint32_t rank,
   msg.append(reinterpret_cast<const char*>(&nranks), sizeof nranks);
   msg.append(reinterpret_cast<const char*>(worker_nonce.data()), worker_nonce.size());
   msg.append(reinterpret_cast<const char*>(reducer_nonce.data()), reducer_nonce.size());
+  return hmac(secret, msg);
+}
+
+Mac hmac(const std::string& secret, const std::string& message) {
   Mac mac{};
   unsigned int len = 0;
   // HMAC accepts an empty key; an empty secret still yields a well-defined proof.
   static const unsigned char kEmpty = 0;
   const void* key = secret.empty() ? static_cast<const void*>(&kEmpty) : secret.data();
   HMAC(EVP_sha256(), key, static_cast<int>(secret.size()),
-       reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), mac.data(), &len);
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac.data(), &len);
   return mac;
 }
 

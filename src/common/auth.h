@@ -33,6 +33,9 @@ Nonce makeNonce();
 Mac prove(Role role, const std::string& secret, uint64_t comm_id, uint32_t rank, uint32_t nranks,
           const Nonce& worker_nonce, const Nonce& reducer_nonce);
 
+/** HMAC-SHA256 of @p message keyed with @p secret (an empty secret is a valid key). */
+Mac hmac(const std::string& secret, const std::string& message);
+
 /** Constant-time comparison of two proofs. */
 bool equal(const Mac& a, const Mac& b);
 

@@ -199,6 +199,28 @@ constexpr Setting kTable[] = {
      .min = 0,
      .max = 1000000,
      .choices = {}},
+    {.id = Id::kBootstrapTimeoutMs,
+     .name = "bootstrap_timeout_ms",
+     .env = "LIBREDUCE_BOOTSTRAP_TIMEOUT_MS",
+     .kind = Kind::kInt,
+     .default_value = "10000",
+     .description = "Longest a connection may take to finish libreduce's authenticated "
+                    "handshake, on the listening and the connecting side; a peer that has not "
+                    "proven the secret by then is dropped.",
+     .min = 100,
+     .max = 600000,
+     .choices = {}},
+    {.id = Id::kBootstrapPending,
+     .name = "bootstrap_pending",
+     .env = "LIBREDUCE_BOOTSTRAP_PENDING",
+     .kind = Kind::kInt,
+     .default_value = "256",
+     .description = "Connections a listening port holds that have not authenticated yet; a new "
+                    "one past this drops the oldest, so idle connections held open cannot lock "
+                    "out a real peer.",
+     .min = 1,
+     .max = 65536,
+     .choices = {}},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Id::kCount), "one row per settings::Id");
 

@@ -31,6 +31,8 @@ enum class Id : int {
   kDeterministic,
   kListenHost,
   kSpinUs,
+  kBootstrapTimeoutMs,
+  kBootstrapPending,
   kCount
 };
 

@@ -152,8 +152,10 @@ rdResult_t Engine::start() {
   handlers.on_tick = [] {};
   transport::Options options;
   options.name = "libreduce-nccl-net";
-  RD_CHECK(transport::createTransport("ucx", nullptr, options, std::move(handlers), &transport_));
+  RD_CHECK(auth::secretFromSettings(&options.secret));
   std::string host = listenHost();
+  options.local_host = host;
+  RD_CHECK(transport::createTransport("ucx", nullptr, options, std::move(handlers), &transport_));
   return transport_->runSync([&] { return transport_->listen(host, 0, &address_); });
 }
 

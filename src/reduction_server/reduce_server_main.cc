@@ -7,6 +7,7 @@
 // Ready line on stdout (one line, then the daemon stays quiet there):
 //   LIBREDUCE_REDUCER_READY address=HOST:PORT pid=PID
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -90,6 +91,16 @@ int parse(int argc, char** argv, Flags* f) {
   return 0;
 }
 
+// A long-running service takes every fd it is allowed: the default soft limit (often 1024)
+// is what a flood of held-open connections to UCX's own listening port would exhaust first.
+void raiseFdLimit() {
+  rlimit fds{};
+  if (getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur < fds.rlim_max) {
+    fds.rlim_cur = fds.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &fds);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,6 +139,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  raiseFdLimit();
 
   std::unique_ptr<rd::server::ReductionServer> server;
   if (rd::server::ReductionServer::start(options, &server) != rdSuccess) {

@@ -43,6 +43,8 @@ rdResult_t ReductionServer::start(const ServerOptions& options,
   h.on_tick = [self] { self->onTick(); };
   transport::Options topts;
   topts.name = "reduce-server";
+  topts.secret = options.secret;
+  topts.local_host = options.host;
   RD_CHECK(transport::createTransport(options.transport, options.engine, topts, std::move(h),
                                       &s->transport_));
   // Memory freed in a send completion: retry the waiting contributions from the loop.

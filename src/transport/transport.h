@@ -134,6 +134,13 @@ class Transport {
 
 struct Options {
   std::string name = "libreduce";  // for logs
+  /** What both ends of every connection prove they know before anything else (may be ""). */
+  std::string secret;
+  /**
+   * The local address this transport listens and talks on: UCX is limited to its interface
+   * (unless UCX_NET_DEVICES is set). "" or a wildcard: every interface.
+   */
+  std::string local_host;
 };
 
 /** Names createTransport knows, for messages: "ucx, loopback". */

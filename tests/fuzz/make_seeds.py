@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus of protocol_fuzz into corpus/ (next to this script).
+"""Writes the seed corpora of protocol_fuzz (corpus/) and bootstrap_fuzz (corpus_bootstrap/),
+next to this script.
 
 Each seed is a wire header followed by its payload, the input layout protocol_fuzz.cc reads.
 The kData seeds are valid frames for the fixed CommShape in protocol_fuzz.cc (keep the two in
@@ -71,9 +72,35 @@ SEEDS = {
     "joined": joined([b"10.0.0.%d:4000" % r for r in range(NRANKS)]),
 }
 
-if __name__ == "__main__":
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+# bootstrap_fuzz: mode byte, piece size byte, then the bytes of that mode (bootstrap_fuzz.cc).
+BOOTSTRAP_MAGIC, BOOTSTRAP_VERSION = 0x5342524C, 1
+B_HELLO, B_CHALLENGE, B_AUTH, B_WELCOME, B_REFUSED = 1, 2, 3, 4, 5
+
+
+def bframe(kind, body):
+    return struct.pack("<IHHI", BOOTSTRAP_MAGIC, BOOTSTRAP_VERSION, kind, len(body)) + body
+
+
+TAG_AND_ADDRESS = struct.pack("<Q", 0x1234) + bytes(range(200))
+BOOTSTRAP_SEEDS = {
+    "listener_hello": bytes([0, 255]) + bframe(B_HELLO, bytes(32)),
+    "listener_hello_auth": bytes([0, 7]) + bframe(B_HELLO, bytes(32)) +
+                           bframe(B_AUTH, bytes(32) + TAG_AND_ADDRESS),
+    "connector_challenge": bytes([1, 255]) + bframe(B_CHALLENGE, bytes(64)),
+    "listener_past_proof": bytes([2, 255]) + TAG_AND_ADDRESS,
+    "connector_welcome": bytes([3, 255]) + bframe(B_WELCOME, TAG_AND_ADDRESS),
+    "connector_refused": bytes([3, 3]) + bframe(B_REFUSED, struct.pack("<I", 1)),
+}
+
+
+def write(directory, seeds):
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), directory)
     os.makedirs(out, exist_ok=True)
-    for name, blob in SEEDS.items():
+    for name, blob in seeds.items():
         with open(os.path.join(out, name), "wb") as f:
             f.write(blob)
+
+
+if __name__ == "__main__":
+    write("corpus", SEEDS)
+    write("corpus_bootstrap", BOOTSTRAP_SEEDS)

@@ -1,6 +1,7 @@
 #include "transport/ucx/ucx_context.h"
 
 #include <cstdlib>
+#include <map>
 #include <mutex>
 
 #include "common/status.h"
@@ -11,11 +12,11 @@ rdResult_t ucxError(ucs_status_t status, const char* what) {
   return setErrorf(rdConnectionError, "%s: %s", what, ucs_status_string(status));
 }
 
-rdResult_t UcxContext::shared(std::shared_ptr<UcxContext>* out) {
+rdResult_t UcxContext::shared(const std::string& net_devices, std::shared_ptr<UcxContext>* out) {
   static std::mutex mu;
-  static std::weak_ptr<UcxContext> current;
+  static std::map<std::string, std::weak_ptr<UcxContext>> current;  // by net devices
   std::lock_guard<std::mutex> lock(mu);
-  if ((*out = current.lock())) return rdSuccess;
+  if ((*out = current[net_devices].lock())) return rdSuccess;
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) return ucxError(st, "ucp_config_read");
@@ -24,6 +25,7 @@ rdResult_t UcxContext::shared(std::shared_ptr<UcxContext>* out) {
   if (std::getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {
     ucp_config_modify(config, "KEEPALIVE_INTERVAL", "inf");
   }
+  if (!net_devices.empty()) ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
@@ -32,7 +34,7 @@ rdResult_t UcxContext::shared(std::shared_ptr<UcxContext>* out) {
   st = ucp_init(&params, config, &context->context_);
   ucp_config_release(config);
   if (st != UCS_OK) return ucxError(st, "ucp_init");
-  current = context;
+  current[net_devices] = context;
   *out = std::move(context);
   return rdSuccess;
 }

@@ -1,11 +1,13 @@
-// The UCP context of the process: made once, shared by every UCX transport (each has its own
-// worker on it), released with the last of them. Making a context reads UCX's configuration and
-// opens every network device: far too slow and memory-hungry to do per communicator.
+// The UCP context of the process: made once per set of network devices (ucx_devices.h), shared
+// by every UCX transport on them (each has its own worker on it), released with the last of them.
+// Making a context reads UCX's configuration and opens every network device: far too slow and
+// memory-hungry to do per communicator.
 #pragma once
 
 #include <ucp/api/ucp.h>
 
 #include <memory>
+#include <string>
 
 #include "libreduce/reduce.h"
 
@@ -13,8 +15,11 @@ namespace rd::transport {
 
 class UcxContext {
  public:
-  /** The process's context, made on first use (active messages and wakeup). */
-  static rdResult_t shared(std::shared_ptr<UcxContext>* out);
+  /**
+   * The process's context for @p net_devices (a UCX_NET_DEVICES value, "" for UCX's own
+   * choice), made on first use (active messages and wakeup).
+   */
+  static rdResult_t shared(const std::string& net_devices, std::shared_ptr<UcxContext>* out);
   ~UcxContext();
   UcxContext(const UcxContext&) = delete;
   UcxContext& operator=(const UcxContext&) = delete;

@@ -1,21 +1,23 @@
 #include "transport/ucx/ucx_transport.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-
 #include <chrono>
 #include <cstring>
 
+#include "common/auth.h"
 #include "common/check.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/status.h"
+#include "transport/ucx/ucx_devices.h"
 #include "transport/ucx/ucx_payload.h"
 
 namespace rd::transport {
 
 namespace {
 
-constexpr unsigned kAmId = 17;
+constexpr unsigned kAmId = 17;       // a message: header = receiver's tag | owner's header
+constexpr unsigned kCloseAmId = 18;  // a close notice: header = receiver's tag
+constexpr size_t kTagBytes = sizeof(uint64_t);
 // How long a stopped transport's healthy peers get to take what was queued for them.
 constexpr auto kCloseGrace = std::chrono::seconds(1);
 
@@ -23,30 +25,6 @@ void onSendDone(void* request, ucs_status_t status, void* user_data) {
   UcxWorker::completeRequest(static_cast<RequestContext*>(user_data),
                              status == UCS_OK ? rdSuccess : rdConnectionError);
   ucp_request_free(request);
-}
-
-rdResult_t resolve(const std::string& host, uint16_t port, sockaddr_in* out) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  int rc = getaddrinfo(host.empty() ? "0.0.0.0" : host.c_str(), nullptr, &hints, &found);
-  if (rc != 0 || found == nullptr) {
-    return setErrorf(rdInvalidArgument, "cannot resolve host '%s': %s", host.c_str(),
-                     gai_strerror(rc));
-  }
-  std::memcpy(out, found->ai_addr, sizeof *out);
-  out->sin_port = htons(port);
-  freeaddrinfo(found);
-  return rdSuccess;
-}
-
-std::string formatAddress(const sockaddr_storage& ss) {
-  if (ss.ss_family != AF_INET) return "?";
-  const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
-  char text[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
-  return std::string(text) + ":" + std::to_string(ntohs(in->sin_port));
 }
 
 // UCX callbacks carry the worker; its owner is null once the transport stopped.
@@ -61,12 +39,32 @@ ucs_status_t amCallback(void* arg, const void* header, size_t header_len, void* 
   return owner->onAm(header, header_len, data, len, param);
 }
 
+ucs_status_t closeNoticeCallback(void* arg, const void* header, size_t header_len, void*, size_t,
+                                 const ucp_am_recv_param_t*) {
+  UcxTransport* owner = ownerOf(arg);
+  return owner == nullptr ? UCS_OK : owner->onCloseNotice(header, header_len);
+}
+
 void epErrorCallback(void* arg, ucp_ep_h ep, ucs_status_t status) {
   if (UcxTransport* owner = ownerOf(arg)) owner->onEpError(ep, status);
 }
 
-void connRequestCallback(ucp_conn_request_h request, void* arg) {
-  if (UcxTransport* owner = ownerOf(arg)) owner->onConnRequest(request);
+rdResult_t setAmHandler(ucp_worker_h worker, unsigned id, ucp_am_recv_callback_t cb, void* arg) {
+  ucp_am_handler_param_t am{};
+  am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                  UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  am.id = id;
+  am.flags = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA;
+  am.cb = cb;
+  am.arg = arg;
+  ucs_status_t st = ucp_worker_set_am_recv_handler(worker, &am);
+  return st == UCS_OK ? rdSuccess : ucxError(st, "ucp_worker_set_am_recv_handler");
+}
+
+uint64_t tagOf(const void* header) {
+  uint64_t tag = 0;
+  std::memcpy(&tag, header, sizeof tag);
+  return tag;
 }
 
 }  // namespace
@@ -76,23 +74,41 @@ UcxTransport::UcxTransport(std::shared_ptr<ProgressEngine> engine, Options optio
     : Transport(std::move(engine)), options_(std::move(options)), handlers_(std::move(handlers)) {}
 
 rdResult_t UcxTransport::start() {
-  return runSync([this] {
-    RD_CHECK(UcxWorker::create(engine_.get(), &worker_));
-    ucp_am_handler_param_t am{};
-    am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
-                    UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    am.id = kAmId;
-    am.flags = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA;
-    am.cb = &amCallback;
-    am.arg = worker_.get();
-    ucs_status_t st = ucp_worker_set_am_recv_handler(worker_->handle(), &am);
-    if (st != UCS_OK) {
+  int64_t timeout_ms = 0, max_pending = 0;
+  RD_CHECK(settings::readInt(settings::Id::kBootstrapTimeoutMs, &timeout_ms));
+  RD_CHECK(settings::readInt(settings::Id::kBootstrapPending, &max_pending));
+  return runSync([&] {
+    RD_CHECK(UcxWorker::create(engine_.get(), netDevicesFor(options_.local_host), &worker_));
+    rdResult_t st = setAmHandler(worker_->handle(), kAmId, &amCallback, worker_.get());
+    if (st == rdSuccess)
+      st = setAmHandler(worker_->handle(), kCloseAmId, &closeNoticeCallback, worker_.get());
+    bootstrap::Config config;
+    config.name = options_.name;
+    config.secret = options_.secret;
+    config.timeout = std::chrono::milliseconds(timeout_ms);
+    config.max_pending = static_cast<size_t>(max_pending);
+    if (st == rdSuccess) st = worker_->address(&config.worker_address);
+    bootstrap::Callbacks callbacks;
+    callbacks.new_tag = [this] { return newTag(); };
+    callbacks.accepted = [this](uint64_t tag, const bootstrap::Endpoint& peer,
+                                const std::string& name) { onAccepted(tag, peer, name); };
+    callbacks.connected = [this](uint64_t conn, const bootstrap::Endpoint& peer) {
+      onConnected(conn, peer);
+    };
+    callbacks.connect_failed = [this](uint64_t conn, rdResult_t status, const std::string& why) {
+      failConn(conn, status, "cannot connect to " + why);
+    };
+    bootstrap_ = std::make_unique<bootstrap::Bootstrap>(std::move(config), std::move(callbacks));
+    if (st == rdSuccess) st = bootstrap_->start();
+    if (st != rdSuccess) {
+      bootstrap_.reset();
       worker_.reset();
-      return ucxError(st, "ucp_worker_set_am_recv_handler");
+      return st;
     }
-    RD_CHECK(UcxContext::shared(&context_));
+    context_ = worker_->context();
     worker_->setOwner(this);
     engine_->addSource(worker_.get());
+    engine_->addSource(bootstrap_.get());
     return rdSuccess;
   });
 }
@@ -110,17 +126,23 @@ void UcxTransport::stop() {
 
 void UcxTransport::stopOnThread() {
   if (!worker_) return;
-  for (ucp_listener_h l : listeners_) ucp_listener_destroy(l);
-  listeners_.clear();
+  engine_->removeSource(bootstrap_.get());
+  bootstrap_.reset();  // handshakes still running end here, unreported
+  // Peers hear that each connection closed, after what was already sent on it.
+  for (auto& [id, conn] : conns_) {
+    if (!conn.failed && !conn.link.empty()) sendCloseNotice(conn);
+  }
   // First nothing reaches the owner any more: a forced close completes what it purges at once,
   // and those completions must not call back into this transport.
   worker_->detach();
-  std::unordered_map<ConnId, Conn> conns = std::move(conns_);
+  std::unordered_map<std::string, Link> links = std::move(links_);
   conns_.clear();
-  by_ep_.clear();
+  by_tag_.clear();
+  links_.clear();
+  link_by_ep_.clear();
   auto deadline = Clock::now() + kCloseGrace;
-  // Healthy peers get what is still queued for them; failed ones are dropped at once.
-  for (auto& [id, conn] : conns) worker_->closeEndpoint(conn.ep, conn.failed, deadline);
+  // Healthy peers get what is still queued for them; failed links were already dropped.
+  for (auto& [key, link] : links) worker_->closeEndpoint(link.ep, false, deadline);
   // Transfers still running read or write the owner's buffers, which it frees once this
   // returns: they finish (bounded), or their endpoints are force-closed, which purges them.
   worker_->drainRequests(deadline);
@@ -145,94 +167,130 @@ ucp_ep_params_t UcxTransport::epParams() {
   return p;
 }
 
-ConnId UcxTransport::addConn(ucp_ep_h ep, std::string peer) {
+uint64_t UcxTransport::newTag() {
+  uint64_t tag = 0;
+  // Unguessable, so that only the authenticated peer can address a connection; 0 is never one.
+  while (tag == 0 || by_tag_.count(tag) != 0) {
+    if (auth::randomBytes(&tag, sizeof tag) != rdSuccess) tag = next_conn_ * 0x9e3779b97f4a7c15ull;
+  }
+  return tag;
+}
+
+ConnId UcxTransport::addConn(std::string peer, uint64_t tag) {
   ConnId id = next_conn_++;
-  conns_[id] = Conn{ep, std::move(peer)};
-  by_ep_[ep] = id;
+  Conn& conn = conns_[id];
+  conn.peer = std::move(peer);
+  conn.tag = tag;
+  by_tag_[tag] = id;
   return id;
+}
+
+rdResult_t UcxTransport::linkTo(const std::string& worker_address, ConnId conn) {
+  auto it = links_.find(worker_address);
+  if (it == links_.end()) {
+    ucp_ep_params_t p = epParams();
+    p.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    p.address = reinterpret_cast<const ucp_address_t*>(worker_address.data());
+    ucp_ep_h ep = nullptr;
+    ucs_status_t st = ucp_ep_create(worker_->handle(), &p, &ep);
+    if (st != UCS_OK) return ucxError(st, "ucp_ep_create");
+    it = links_.emplace(worker_address, Link{ep, {}}).first;
+    link_by_ep_[ep] = worker_address;
+  }
+  it->second.conns.insert(conn);
+  conns_[conn].link = worker_address;
+  return rdSuccess;
 }
 
 rdResult_t UcxTransport::listen(const std::string& host, uint16_t port, std::string* address) {
   if (!worker_) return setError(rdInvalidUsage, "transport stopped");
-  sockaddr_in addr{};
-  RD_CHECK(resolve(host, port, &addr));
-  ucp_listener_params_t params{};
-  params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-  params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
-  params.sockaddr.addrlen = sizeof addr;
-  params.conn_handler.cb = &connRequestCallback;
-  params.conn_handler.arg = worker_.get();
-  ucp_listener_h listener = nullptr;
-  ucs_status_t st = ucp_listener_create(worker_->handle(), &params, &listener);
-  if (st != UCS_OK) {
-    return setErrorf(rdConnectionError, "cannot listen on %s:%u: %s", host.c_str(), port,
-                     ucs_status_string(st));
-  }
-  ucp_listener_attr_t attr{};
-  attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
-  st = ucp_listener_query(listener, &attr);
-  if (st != UCS_OK) {
-    ucp_listener_destroy(listener);
-    return ucxError(st, "ucp_listener_query");
-  }
-  listeners_.push_back(listener);
-  *address = formatAddress(attr.sockaddr);
-  return rdSuccess;
+  return bootstrap_->listen(host, port, address);
 }
 
 rdResult_t UcxTransport::connect(const std::string& address, ConnId* conn) {
   if (!worker_) return setError(rdInvalidUsage, "transport stopped");
-  std::string host;
-  uint16_t port = 0;
-  RD_CHECK(splitAddress(address, &host, &port));
-  sockaddr_in addr{};
-  RD_CHECK(resolve(host, port, &addr));
-  ucp_ep_params_t p = epParams();
-  p.field_mask |= UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
-  p.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-  p.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
-  p.sockaddr.addrlen = sizeof addr;
-  ucp_ep_h ep = nullptr;
-  ucs_status_t st = ucp_ep_create(worker_->handle(), &p, &ep);
-  if (st != UCS_OK) {
-    return setErrorf(rdConnectionError, "cannot connect to %s: %s", address.c_str(),
-                     ucs_status_string(st));
+  uint64_t tag = newTag();
+  ConnId id = addConn(address, tag);
+  rdResult_t st = bootstrap_->connect(id, tag, address);
+  if (st != rdSuccess) {
+    forget(id);
+    return st;
   }
-  *conn = addConn(ep, address);
+  *conn = id;
   return rdSuccess;
 }
 
-void UcxTransport::onConnRequest(ucp_conn_request_h request) {
-  ucp_conn_request_attr_t attr{};
-  attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
-  std::string peer = "?";
-  if (ucp_conn_request_query(request, &attr) == UCS_OK) peer = formatAddress(attr.client_address);
-  ucp_ep_params_t p = epParams();
-  p.field_mask |= UCP_EP_PARAM_FIELD_CONN_REQUEST;
-  p.conn_request = request;
-  ucp_ep_h ep = nullptr;
-  ucs_status_t st = ucp_ep_create(worker_->handle(), &p, &ep);
-  if (st != UCS_OK) {
-    RD_LOG_WARN("%s: cannot accept a connection from %s: %s", options_.name.c_str(), peer.c_str(),
-                ucs_status_string(st));
+void UcxTransport::onAccepted(uint64_t tag, const bootstrap::Endpoint& peer,
+                              const std::string& name) {
+  ConnId id = addConn(name, tag);
+  conns_[id].remote_tag = peer.tag;
+  if (linkTo(peer.worker_address, id) != rdSuccess) {
+    RD_LOG_WARN("%s: cannot reach the UCX worker of %s: %s", options_.name.c_str(), name.c_str(),
+                rdGetLastError());
+    forget(id);
     return;
   }
-  ConnId id = addConn(ep, peer);
-  if (handlers_.on_accept) handlers_.on_accept(id, peer);
+  if (handlers_.on_accept) handlers_.on_accept(id, name);
+}
+
+void UcxTransport::onConnected(ConnId id, const bootstrap::Endpoint& peer) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  it->second.remote_tag = peer.tag;
+  if (linkTo(peer.worker_address, id) != rdSuccess) {
+    failConn(id, rdConnectionError,
+             "cannot reach the UCX worker of " + it->second.peer + ": " + rdGetLastError());
+    return;
+  }
+  // What was sent while the handshake ran goes now, in order.
+  std::vector<QueuedSend> queued = std::move(it->second.queued);
+  for (QueuedSend& q : queued) {
+    send(id, q.header.data(), q.header.size(), q.payload, q.payload_len, std::move(q.done),
+         q.region);
+  }
+}
+
+void UcxTransport::failConn(ConnId id, rdResult_t status, const std::string& reason) {
+  auto it = conns_.find(id);
+  if (it == conns_.end() || it->second.failed) return;
+  it->second.failed = true;
+  std::vector<QueuedSend> queued = std::move(it->second.queued);
+  for (QueuedSend& q : queued) {
+    if (q.done) q.done(rdConnectionError);
+  }
+  // Close outside the callback that reported it.
+  engine_->defer([this, id] { close(id); });
+  if (handlers_.on_failure) handlers_.on_failure(id, status, reason);
 }
 
 void UcxTransport::onEpError(ucp_ep_h ep, ucs_status_t status) {
-  auto it = by_ep_.find(ep);
-  if (it == by_ep_.end()) return;
+  auto it = link_by_ep_.find(ep);
+  if (it == link_by_ep_.end()) return;
+  auto link = links_.find(it->second);
+  link_by_ep_.erase(it);
+  if (link == links_.end()) return;
+  std::unordered_set<ConnId> conns = std::move(link->second.conns);
+  links_.erase(link);
+  // The endpoint cannot flush; closed outside the UCX callback.
+  engine_->defer([this, ep] {
+    if (worker_) worker_->closeEndpoint(ep, true, Clock::now());
+  });
+  for (ConnId id : conns) {
+    auto c = conns_.find(id);
+    if (c == conns_.end()) continue;
+    c->second.link.clear();  // nothing more goes out on it
+    failConn(id, rdConnectionError,
+             "connection to " + c->second.peer + " failed: " + ucs_status_string(status));
+  }
+}
+
+ucs_status_t UcxTransport::onCloseNotice(const void* header, size_t header_len) {
+  if (header_len != kTagBytes) return UCS_OK;
+  auto it = by_tag_.find(tagOf(header));
+  if (it == by_tag_.end()) return UCS_OK;
   ConnId id = it->second;
-  Conn& conn = conns_[id];
-  if (conn.failed) return;
-  conn.failed = true;
-  std::string reason =
-      std::string("connection to ") + conn.peer + " failed: " + ucs_status_string(status);
-  // Close outside the UCX callback.
-  engine_->defer([this, id] { close(id); });
-  if (handlers_.on_failure) handlers_.on_failure(id, rdConnectionError, reason);
+  failConn(id, rdConnectionError, "connection to " + conns_[id].peer + " closed by the peer");
+  return UCS_OK;
 }
 
 void UcxTransport::onTick() {
@@ -248,19 +306,26 @@ ucs_status_t UcxTransport::onAm(const void* header, size_t header_len, void* dat
   msg->rendezvous = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
   msg->ucx_owned = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) != 0;
   ConnId id = 0;
-  if (param->reply_ep != nullptr) {
-    auto it = by_ep_.find(param->reply_ep);
-    if (it != by_ep_.end()) {
+  if (header_len >= kTagBytes) {
+    auto it = by_tag_.find(tagOf(header));
+    if (it != by_tag_.end()) {
       const Conn& conn = conns_[it->second];
-      if (!conn.failed && !conn.closing) id = it->second;
+      if (!conn.failed && !conn.closing && !conn.link.empty()) id = it->second;
     }
   }
   if (id == 0 || !handlers_.on_message) {
-    msg->done = true;  // from an endpoint we no longer know: drop
+    msg->done = true;  // for no connection we know: drop
     return msg->finishCallback();
   }
-  handlers_.on_message(id, header, header_len, Payload(std::make_unique<UcxPayload>(msg)));
+  handlers_.on_message(id, static_cast<const char*>(header) + kTagBytes, header_len - kTagBytes,
+                       Payload(std::make_unique<UcxPayload>(msg)));
   return msg->finishCallback();
+}
+
+std::string UcxTransport::taggedHeader(uint64_t tag, const void* header, size_t header_len) const {
+  std::string tagged(reinterpret_cast<const char*>(&tag), kTagBytes);
+  tagged.append(static_cast<const char*>(header), header_len);
+  return tagged;
 }
 
 void UcxTransport::send(ConnId conn, const void* header, size_t header_len, const void* payload,
@@ -270,8 +335,14 @@ void UcxTransport::send(ConnId conn, const void* header, size_t header_len, cons
     if (done) done(rdConnectionError);
     return;
   }
-  RequestContext* ctx = worker_->newRequest(
-      std::string(static_cast<const char*>(header), header_len), std::move(done));
+  Conn& c = it->second;
+  if (c.link.empty()) {  // the handshake is still running
+    c.queued.push_back(QueuedSend{std::string(static_cast<const char*>(header), header_len),
+                                  payload, payload_len, std::move(done), region});
+    return;
+  }
+  RequestContext* ctx =
+      worker_->newRequest(taggedHeader(c.remote_tag, header, header_len), std::move(done));
   if (engine_->inSourceProgress()) {
     engine_->defer([this, conn, ctx, payload, payload_len, region] {
       startSend(conn, ctx, payload, payload_len, region);
@@ -284,24 +355,37 @@ void UcxTransport::send(ConnId conn, const void* header, size_t header_len, cons
 void UcxTransport::startSend(ConnId conn, RequestContext* ctx, const void* payload,
                              size_t payload_len, MemRegion region) {
   auto it = conns_.find(conn);
-  if (it == conns_.end() || it->second.failed) {
+  auto link = it == conns_.end() ? links_.end() : links_.find(it->second.link);
+  if (it == conns_.end() || it->second.failed || link == links_.end()) {
     UcxWorker::completeRequest(ctx, rdConnectionError);
     return;
   }
   ucp_request_param_t param{};
-  param.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.cb.send = onSendDone;
   param.user_data = ctx;
-  param.flags = UCP_AM_SEND_FLAG_REPLY;
   if (region != nullptr) {
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
     param.memh = static_cast<ucp_mem_h>(region);
   }
-  ucs_status_ptr_t req = ucp_am_send_nbx(it->second.ep, kAmId, ctx->header.data(),
+  ucs_status_ptr_t req = ucp_am_send_nbx(link->second.ep, kAmId, ctx->header.data(),
                                          ctx->header.size(), payload, payload_len, &param);
   if (UCS_PTR_IS_PTR(req)) return;
   UcxWorker::completeRequest(ctx, UCS_PTR_STATUS(req) == UCS_OK ? rdSuccess : rdConnectionError);
+}
+
+void UcxTransport::sendCloseNotice(const Conn& conn) {
+  auto link = links_.find(conn.link);
+  if (link == links_.end()) return;
+  RequestContext* ctx = worker_->newRequest(
+      std::string(reinterpret_cast<const char*>(&conn.remote_tag), kTagBytes), nullptr);
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.send = onSendDone;
+  param.user_data = ctx;
+  ucs_status_ptr_t req = ucp_am_send_nbx(link->second.ep, kCloseAmId, ctx->header.data(),
+                                         ctx->header.size(), nullptr, 0, &param);
+  if (!UCS_PTR_IS_PTR(req)) UcxWorker::completeRequest(ctx, rdSuccess);
 }
 
 void UcxTransport::close(ConnId conn) {
@@ -318,13 +402,24 @@ void UcxTransport::close(ConnId conn) {
 void UcxTransport::closeNow(ConnId conn) {
   auto it = conns_.find(conn);
   if (it == conns_.end() || !worker_) return;
-  Conn gone = it->second;
-  // Forgotten first: completions of what a forced close purges may send again, and must find
-  // the connection closed.
-  by_ep_.erase(gone.ep);
+  // The peer hears of it after what was sent before (one endpoint keeps the order); the link
+  // stays for the other connections between the two transports.
+  if (!it->second.failed && !it->second.link.empty()) sendCloseNotice(it->second);
+  forget(conn);
+}
+
+void UcxTransport::forget(ConnId conn) {
+  auto it = conns_.find(conn);
+  if (it == conns_.end()) return;
+  Conn gone = std::move(it->second);
   conns_.erase(it);
-  // A healthy peer gets its pending sends (within the grace); a failed one cannot flush.
-  worker_->closeEndpoint(gone.ep, gone.failed, Clock::now() + kCloseGrace);
+  by_tag_.erase(gone.tag);
+  if (bootstrap_) bootstrap_->cancel(conn);
+  auto link = links_.find(gone.link);
+  if (link != links_.end()) link->second.conns.erase(conn);
+  for (QueuedSend& q : gone.queued) {
+    if (q.done) q.done(rdConnectionError);
+  }
 }
 
 std::string UcxTransport::peerName(ConnId conn) const {

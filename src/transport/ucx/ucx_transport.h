@@ -1,6 +1,14 @@
 // The UCX implementation of the transport: UCP active messages (rendezvous for large payloads,
-// received straight into the destination) and peer error handling on every endpoint, on a
-// worker of its own (ucx_worker.h) that the process's progress engine drives.
+// received straight into the destination) on a worker of its own (ucx_worker.h) that the
+// process's progress engine drives.
+//
+// Connections start with libreduce's bootstrap (bootstrap/): listen() opens a plain TCP
+// listener, connect() runs the authenticated handshake, and only then do the two sides learn
+// each other's worker address and tag. UCX's own sockaddr listener is never used. Every
+// connection between two transports shares one link (a UCX endpoint made from the peer's worker
+// address, with peer error handling); each message carries the tag its receiver gave the
+// connection, and a message whose tag no live connection owns is dropped. UCX is limited to the
+// interface of Options::local_host (ucx_devices.h).
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -8,8 +16,10 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
+#include "transport/bootstrap/bootstrap.h"
 #include "transport/transport.h"
 #include "transport/ucx/ucx_worker.h"
 
@@ -36,34 +46,60 @@ class UcxTransport final : public Transport {
   // From the worker's UCX callbacks (progress thread).
   ucs_status_t onAm(const void* header, size_t header_len, void* data, size_t len,
                     const ucp_am_recv_param_t* param);
+  ucs_status_t onCloseNotice(const void* header, size_t header_len);
   void onEpError(ucp_ep_h ep, ucs_status_t status);
-  void onConnRequest(ucp_conn_request_h request);
   void onTick();
 
  private:
-  struct Conn {
+  /** A send asked for before the connection's handshake finished. */
+  struct QueuedSend {
+    std::string header;
+    const void* payload;
+    size_t payload_len;
+    Completion done;
+    MemRegion region;
+  };
+  /** The UCX endpoint to one peer transport, shared by every connection between the two. */
+  struct Link {
     ucp_ep_h ep = nullptr;
+    std::unordered_set<ConnId> conns;
+  };
+  struct Conn {
     std::string peer;
+    uint64_t tag = 0;         // ours: the peer puts it on what it sends here
+    uint64_t remote_tag = 0;  // the peer's: we put it on what we send
+    std::string link;         // its key in links_; "" while the handshake runs
+    std::vector<QueuedSend> queued;
     bool failed = false;
     bool closing = false;  // closed inside a UCX callback: released right after it
   };
 
-  ConnId addConn(ucp_ep_h ep, std::string peer);
+  uint64_t newTag();
+  ConnId addConn(std::string peer, uint64_t tag);
+  rdResult_t linkTo(const std::string& worker_address, ConnId conn);
+  void onAccepted(uint64_t tag, const bootstrap::Endpoint& peer, const std::string& name);
+  void onConnected(ConnId conn, const bootstrap::Endpoint& peer);
+  void failConn(ConnId conn, rdResult_t status, const std::string& reason);
   ucp_ep_params_t epParams();
+  std::string taggedHeader(uint64_t tag, const void* header, size_t header_len) const;
   void startSend(ConnId conn, RequestContext* ctx, const void* payload, size_t payload_len,
                  MemRegion region);
+  void sendCloseNotice(const Conn& conn);
   void closeNow(ConnId conn);
+  void forget(ConnId conn);
   void stopOnThread();
 
   Options options_;
   Handlers handlers_;
   std::unique_ptr<UcxWorker> worker_;    // null once stopped (the engine finishes it)
   std::shared_ptr<UcxContext> context_;  // memory registrations belong to it
+  std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
 
   ConnId next_conn_ = 1;
   std::unordered_map<ConnId, Conn> conns_;
-  std::unordered_map<ucp_ep_h, ConnId> by_ep_;
-  std::vector<ucp_listener_h> listeners_;
+  std::unordered_map<uint64_t, ConnId> by_tag_;
+  std::unordered_map<std::string, Link> links_;  // by the peer's worker address
+  std::unordered_map<ucp_ep_h, std::string> link_by_ep_;
 };
 
 /** Creates a UCX transport on @p engine. */

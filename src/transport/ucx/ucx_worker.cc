@@ -8,9 +8,10 @@
 
 namespace rd::transport {
 
-rdResult_t UcxWorker::create(ProgressEngine* engine, std::unique_ptr<UcxWorker>* out) {
+rdResult_t UcxWorker::create(ProgressEngine* engine, const std::string& net_devices,
+                             std::unique_ptr<UcxWorker>* out) {
   std::unique_ptr<UcxWorker> w(new UcxWorker);
-  RD_CHECK(UcxContext::shared(&w->context_));
+  RD_CHECK(UcxContext::shared(net_devices, &w->context_));
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   params.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the progress thread touches the worker
@@ -40,6 +41,16 @@ UcxWorker::~UcxWorker() {
   ucp_worker_destroy(worker_);
   // Requests whose callback UCX never ran went with the worker.
   for (RequestContext* ctx : in_flight_) delete ctx;
+}
+
+rdResult_t UcxWorker::address(std::string* out) const {
+  ucp_address_t* addr = nullptr;
+  size_t len = 0;
+  ucs_status_t st = ucp_worker_get_address(worker_, &addr, &len);
+  if (st != UCS_OK) return ucxError(st, "ucp_worker_get_address");
+  out->assign(reinterpret_cast<const char*>(addr), len);
+  ucp_worker_release_address(worker_, addr);
+  return rdSuccess;
 }
 
 RequestContext* UcxWorker::newRequest(std::string header, Completion done) {

@@ -44,14 +44,18 @@ struct RequestContext {
 
 class UcxWorker final : public EventSource {
  public:
-  /** Makes a worker on the process's UCP context, with its event fd. */
-  static rdResult_t create(ProgressEngine* engine, std::unique_ptr<UcxWorker>* out);
+  /** Makes a worker on the process's UCP context for @p net_devices, with its event fd. */
+  static rdResult_t create(ProgressEngine* engine, const std::string& net_devices,
+                           std::unique_ptr<UcxWorker>* out);
   /** Frees the closes still running (UCX asserts on unreleased ones) and the worker. */
   ~UcxWorker() override;
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
 
   ucp_worker_h handle() const { return worker_; }
+  const std::shared_ptr<UcxContext>& context() const { return context_; }
+  /** The worker's address, for peers to make endpoints to it. */
+  rdResult_t address(std::string* out) const;
   const std::shared_ptr<WorkerRef>& ref() const { return ref_; }
   UcxTransport* owner() const { return owner_; }
   void setOwner(UcxTransport* owner) { owner_ = owner; }

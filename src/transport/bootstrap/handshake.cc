@@ -1,0 +1,250 @@
+#include "transport/bootstrap/handshake.h"
+
+#include <cstring>
+
+namespace rd::transport::bootstrap {
+
+namespace {
+
+constexpr size_t kNonceBytes = sizeof(auth::Nonce);
+constexpr size_t kMacBytes = sizeof(auth::Mac);
+constexpr size_t kTagBytes = sizeof(uint64_t);
+constexpr uint32_t kRefusedWrongProof = 1;
+
+struct BodyLimits {
+  size_t min;
+  size_t max;
+};
+
+// What each frame's body may be: hello {nonce}, challenge {nonce, proof}, auth {proof, tag,
+// address}, welcome {tag, address}, refused {reason}.
+BodyLimits limitsOf(FrameType type) {
+  switch (type) {
+    case FrameType::kHello: return {kNonceBytes, kNonceBytes};
+    case FrameType::kChallenge: return {kNonceBytes + kMacBytes, kNonceBytes + kMacBytes};
+    case FrameType::kAuth:
+      return {kMacBytes + kTagBytes + 1, kMacBytes + kTagBytes + kMaxWorkerAddress};
+    case FrameType::kWelcome: return {kTagBytes + 1, kTagBytes + kMaxWorkerAddress};
+    case FrameType::kRefused: return {sizeof(uint32_t), sizeof(uint32_t)};
+  }
+  return {1, 0};  // unknown: nothing fits
+}
+
+const char* nameOf(FrameType type) {
+  switch (type) {
+    case FrameType::kHello: return "hello";
+    case FrameType::kChallenge: return "challenge";
+    case FrameType::kAuth: return "auth";
+    case FrameType::kWelcome: return "welcome";
+    case FrameType::kRefused: return "refused";
+  }
+  return "unknown";
+}
+
+template <typename T>
+void put(std::string* out, const T& value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+template <typename T>
+T get(const uint8_t* at) {
+  T value;
+  std::memcpy(&value, at, sizeof value);
+  return value;
+}
+
+std::string refusal() {
+  std::string reason;
+  put(&reason, kRefusedWrongProof);
+  return encodeFrame(FrameType::kRefused, reason);
+}
+
+}  // namespace
+
+std::string encodeFrame(FrameType type, const std::string& body) {
+  std::string frame;
+  frame.reserve(kHeaderBytes + body.size());
+  put(&frame, kMagic);
+  put(&frame, kVersion);
+  put(&frame, static_cast<uint16_t>(type));
+  put(&frame, static_cast<uint32_t>(body.size()));
+  frame += body;
+  return frame;
+}
+
+bool checkHeader(const uint8_t* header, FrameType expected, FrameType also, uint32_t* body_len,
+                 std::string* error) {
+  if (get<uint32_t>(header) != kMagic) {
+    *error = "not a libreduce bootstrap frame (bad magic)";
+    return false;
+  }
+  uint16_t version = get<uint16_t>(header + 4);
+  if (version != kVersion) {
+    *error = "bootstrap version " + std::to_string(version) + ", this side speaks " +
+             std::to_string(kVersion);
+    return false;
+  }
+  auto type = static_cast<FrameType>(get<uint16_t>(header + 6));
+  if (type != expected && type != also) {
+    *error = std::string("a bootstrap frame of type ") + std::to_string(static_cast<int>(type)) +
+             " where " + nameOf(expected) + " belongs";
+    return false;
+  }
+  uint32_t len = get<uint32_t>(header + 8);
+  BodyLimits limits = limitsOf(type);
+  if (len < limits.min || len > limits.max) {
+    *error = std::string("a ") + nameOf(type) + " frame of " + std::to_string(len) +
+             " bytes (allowed " + std::to_string(limits.min) + ".." + std::to_string(limits.max) +
+             ")";
+    return false;
+  }
+  *body_len = len;
+  return true;
+}
+
+auth::Mac bootstrapProof(bool listener_side, const std::string& secret,
+                         const auth::Nonce& connector_nonce, const auth::Nonce& listener_nonce) {
+  std::string msg = "libreduce-bootstrap-v1";
+  msg += listener_side ? 'L' : 'C';
+  msg.append(reinterpret_cast<const char*>(connector_nonce.data()), connector_nonce.size());
+  msg.append(reinterpret_cast<const char*>(listener_nonce.data()), listener_nonce.size());
+  return auth::hmac(secret, msg);
+}
+
+Handshake::Handshake(Side side, std::string secret, Endpoint local)
+    : side_(side), secret_(std::move(secret)), local_(std::move(local)) {
+  if (side_ == Side::kListener) {
+    expect_ = Expect::kHello;
+    return;
+  }
+  expect_ = Expect::kChallenge;
+  if (auth::randomBytes(connector_nonce_.data(), connector_nonce_.size()) != rdSuccess) {
+    fail(rdSystemError, "no random bytes for the handshake nonce");
+    return;
+  }
+  out_ = encodeFrame(
+      FrameType::kHello,
+      std::string(reinterpret_cast<const char*>(connector_nonce_.data()), connector_nonce_.size()));
+}
+
+std::string Handshake::takeOutput() {
+  return std::move(out_);
+}
+
+void Handshake::fail(rdResult_t status, std::string why) {
+  if (status_ == Status::kFailed) return;  // a done one fails too: bytes after its end
+  status_ = Status::kFailed;
+  failure_ = status;
+  error_ = std::move(why);
+  in_.clear();
+}
+
+Handshake::Status Handshake::consume(const void* data, size_t len) {
+  if (status_ != Status::kRunning) {
+    if (len > 0 && status_ == Status::kDone) fail(rdConnectionError, "bytes after the handshake");
+    return status_;
+  }
+  in_.append(static_cast<const char*>(data), len);
+  while (status_ == Status::kRunning && in_.size() >= kHeaderBytes) {
+    static constexpr FrameType kByExpect[] = {FrameType::kHello, FrameType::kChallenge,
+                                              FrameType::kAuth, FrameType::kWelcome};
+    if (expect_ == Expect::kNothing) {
+      fail(rdConnectionError, "bytes after the handshake");
+      break;
+    }
+    FrameType expected = kByExpect[static_cast<int>(expect_)];
+    // Either side may hear that its proof was refused instead of the next step.
+    bool refusable = expect_ == Expect::kWelcome || expect_ == Expect::kAuth;
+    FrameType also = refusable ? FrameType::kRefused : expected;
+    uint32_t body_len = 0;
+    std::string why;
+    const auto* bytes = reinterpret_cast<const uint8_t*>(in_.data());
+    if (!checkHeader(bytes, expected, also, &body_len, &why)) {
+      fail(rdConnectionError, why);
+      break;
+    }
+    if (in_.size() < kHeaderBytes + body_len) break;  // the rest of the frame is on its way
+    onFrame(static_cast<FrameType>(get<uint16_t>(bytes + 6)), bytes + kHeaderBytes, body_len);
+    if (status_ == Status::kFailed) break;
+    in_.erase(0, kHeaderBytes + body_len);
+  }
+  if (status_ == Status::kDone && !in_.empty())
+    fail(rdConnectionError, "bytes after the handshake");
+  return status_;
+}
+
+void Handshake::onFrame(FrameType type, const uint8_t* body, size_t len) {
+  switch (type) {
+    case FrameType::kHello: onHello(body, len); break;
+    case FrameType::kChallenge: onChallenge(body, len); break;
+    case FrameType::kAuth: onAuth(body, len); break;
+    case FrameType::kWelcome: onWelcome(body, len); break;
+    case FrameType::kRefused:
+      fail(rdAuthFailed, std::string("authentication failed: the ") +
+                             (side_ == Side::kListener ? "connecting peer" : "listener") +
+                             (get<uint32_t>(body) == kRefusedWrongProof
+                                  ? " refused our proof (its secret differs from ours)"
+                                  : " refused the connection"));
+      break;
+  }
+}
+
+void Handshake::onHello(const uint8_t* body, size_t /*len*/) {
+  std::memcpy(connector_nonce_.data(), body, kNonceBytes);
+  if (auth::randomBytes(listener_nonce_.data(), listener_nonce_.size()) != rdSuccess) {
+    fail(rdSystemError, "no random bytes for the handshake nonce");
+    return;
+  }
+  auth::Mac proof = bootstrapProof(true, secret_, connector_nonce_, listener_nonce_);
+  std::string reply(reinterpret_cast<const char*>(listener_nonce_.data()), kNonceBytes);
+  reply.append(reinterpret_cast<const char*>(proof.data()), kMacBytes);
+  out_ += encodeFrame(FrameType::kChallenge, reply);
+  expect_ = Expect::kAuth;
+}
+
+void Handshake::onChallenge(const uint8_t* body, size_t /*len*/) {
+  std::memcpy(listener_nonce_.data(), body, kNonceBytes);
+  auth::Mac got{};
+  std::memcpy(got.data(), body + kNonceBytes, kMacBytes);
+  if (!auth::equal(got, bootstrapProof(true, secret_, connector_nonce_, listener_nonce_))) {
+    out_ += refusal();
+    fail(rdAuthFailed,
+         "authentication failed: the listener's proof does not match (it does not know our "
+         "secret)");
+    return;
+  }
+  auth::Mac proof = bootstrapProof(false, secret_, connector_nonce_, listener_nonce_);
+  std::string reply(reinterpret_cast<const char*>(proof.data()), kMacBytes);
+  put(&reply, local_.tag);
+  reply += local_.worker_address;
+  out_ += encodeFrame(FrameType::kAuth, reply);
+  expect_ = Expect::kWelcome;
+}
+
+void Handshake::onAuth(const uint8_t* body, size_t len) {
+  auth::Mac got{};
+  std::memcpy(got.data(), body, kMacBytes);
+  if (!auth::equal(got, bootstrapProof(false, secret_, connector_nonce_, listener_nonce_))) {
+    out_ += refusal();
+    fail(rdAuthFailed, "authentication failed: the peer's proof does not match this secret");
+    return;
+  }
+  peer_.tag = get<uint64_t>(body + kMacBytes);
+  peer_.worker_address.assign(reinterpret_cast<const char*>(body + kMacBytes + kTagBytes),
+                              len - kMacBytes - kTagBytes);
+  std::string reply;
+  put(&reply, local_.tag);
+  reply += local_.worker_address;
+  out_ += encodeFrame(FrameType::kWelcome, reply);
+  expect_ = Expect::kNothing;
+  status_ = Status::kDone;
+}
+
+void Handshake::onWelcome(const uint8_t* body, size_t len) {
+  peer_.tag = get<uint64_t>(body);
+  peer_.worker_address.assign(reinterpret_cast<const char*>(body + kTagBytes), len - kTagBytes);
+  expect_ = Expect::kNothing;
+  status_ = Status::kDone;
+}
+
+}  // namespace rd::transport::bootstrap

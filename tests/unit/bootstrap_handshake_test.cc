@@ -1,0 +1,155 @@
+// The bootstrap handshake on its own (no sockets): both sides complete with one secret and learn
+// each other's tag and address; a wrong secret is refused on both sides with a clear reason; a
+// replayed handshake, garbage, an oversized frame and bytes after the end are refused; every
+// byte split gives the same result.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "transport/bootstrap/handshake.h"
+
+namespace rd::transport::bootstrap {
+namespace {
+
+using Status = Handshake::Status;
+
+struct Pair {
+  Handshake connector;
+  Handshake listener;
+  Pair(const std::string& connector_secret, const std::string& listener_secret)
+      : connector(Handshake::Side::kConnector, connector_secret, Endpoint{11, "connector-addr"}),
+        listener(Handshake::Side::kListener, listener_secret, Endpoint{22, "listener-addr"}) {}
+};
+
+// Moves bytes both ways, @p piece at a time, until neither side has anything to say.
+void run(Pair& p, size_t piece = 1 << 20) {
+  for (int round = 0; round < 10; ++round) {
+    std::string to_listener = p.connector.takeOutput();
+    std::string to_connector = p.listener.takeOutput();
+    if (to_listener.empty() && to_connector.empty()) return;
+    for (size_t at = 0; at < to_listener.size(); at += piece)
+      p.listener.consume(to_listener.data() + at, std::min(piece, to_listener.size() - at));
+    for (size_t at = 0; at < to_connector.size(); at += piece)
+      p.connector.consume(to_connector.data() + at, std::min(piece, to_connector.size() - at));
+  }
+}
+
+// Runs hello and challenge; returns the connector's auth frame, not yet delivered (and the hello).
+std::string authFrameOf(Pair& p, std::string* hello) {
+  *hello = p.connector.takeOutput();
+  p.listener.consume(hello->data(), hello->size());
+  std::string challenge = p.listener.takeOutput();
+  p.connector.consume(challenge.data(), challenge.size());
+  return p.connector.takeOutput();
+}
+
+TEST(BootstrapHandshake, SameSecretCompletesAndExchangesTagsAndAddresses) {
+  for (size_t piece : {size_t{1}, size_t{5}, size_t{12}, size_t{1} << 20}) {
+    Pair p("s3cret", "s3cret");
+    run(p, piece);
+    ASSERT_EQ(p.connector.status(), Status::kDone) << p.connector.error();
+    ASSERT_EQ(p.listener.status(), Status::kDone) << p.listener.error();
+    EXPECT_EQ(p.connector.peer().tag, 22u);
+    EXPECT_EQ(p.connector.peer().worker_address, "listener-addr");
+    EXPECT_EQ(p.listener.peer().tag, 11u);
+    EXPECT_EQ(p.listener.peer().worker_address, "connector-addr");
+  }
+}
+
+TEST(BootstrapHandshake, EmptySecretOnBothSidesStillCompletes) {
+  Pair p("", "");
+  run(p);
+  EXPECT_EQ(p.connector.status(), Status::kDone);
+  EXPECT_EQ(p.listener.status(), Status::kDone);
+}
+
+TEST(BootstrapHandshake, WrongSecretIsRefusedOnBothSidesBeforeAnyAddressMoves) {
+  Pair p("mine", "theirs");
+  // The connector checks the listener's proof first and refuses it; the listener hears why.
+  p.listener.consume(p.connector.takeOutput().data(), 12 + 32);
+  std::string challenge = p.listener.takeOutput();
+  p.connector.consume(challenge.data(), challenge.size());
+  EXPECT_EQ(p.connector.status(), Status::kFailed);
+  EXPECT_EQ(p.connector.failure(), rdAuthFailed);
+  EXPECT_NE(p.connector.error().find("authentication failed"), std::string::npos);
+  std::string refusal = p.connector.takeOutput();
+  EXPECT_EQ(refusal.find("connector-addr"), std::string::npos) << "address sent to a stranger";
+  p.listener.consume(refusal.data(), refusal.size());
+  EXPECT_EQ(p.listener.status(), Status::kFailed);
+  EXPECT_EQ(p.listener.failure(), rdAuthFailed);
+  EXPECT_NE(p.listener.error().find("secret differs"), std::string::npos) << p.listener.error();
+  EXPECT_EQ(p.listener.takeOutput().find("listener-addr"), std::string::npos);
+}
+
+TEST(BootstrapHandshake, ListenerRefusesAWrongProofAndTellsTheConnector) {
+  Handshake listener(Handshake::Side::kListener, "right", Endpoint{1, "listener-addr"});
+  auth::Nonce cn{};
+  std::string hello = encodeFrame(FrameType::kHello, std::string(32, '\0'));
+  listener.consume(hello.data(), hello.size());
+  std::string challenge = listener.takeOutput();
+  auth::Nonce ln{};
+  std::memcpy(ln.data(), challenge.data() + kHeaderBytes, ln.size());
+  auth::Mac wrong = bootstrapProof(false, "wrong", cn, ln);
+  std::string body(reinterpret_cast<const char*>(wrong.data()), wrong.size());
+  body += std::string(8, '\1') + "addr";
+  std::string auth_frame = encodeFrame(FrameType::kAuth, body);
+  EXPECT_EQ(listener.consume(auth_frame.data(), auth_frame.size()), Status::kFailed);
+  EXPECT_EQ(listener.failure(), rdAuthFailed);
+  std::string reply = listener.takeOutput();
+  ASSERT_EQ(reply.size(), kHeaderBytes + 4);
+  EXPECT_EQ(reply.find("listener-addr"), std::string::npos);
+}
+
+TEST(BootstrapHandshake, ReplayedHandshakeIsRefused) {
+  // A whole exchange recorded on the wire...
+  Pair first("s", "s");
+  std::string hello;
+  std::string auth_frame = authFrameOf(first, &hello);
+  // ...replayed to a fresh listener, which picks a new nonce.
+  Handshake listener(Handshake::Side::kListener, "s", Endpoint{3, "listener-addr"});
+  listener.consume(hello.data(), hello.size());
+  (void)listener.takeOutput();
+  EXPECT_EQ(listener.consume(auth_frame.data(), auth_frame.size()), Status::kFailed);
+  EXPECT_EQ(listener.failure(), rdAuthFailed);
+}
+
+TEST(BootstrapHandshake, GarbageFailsAtTheFirstHeaderWithoutBufferingMore) {
+  for (std::string garbage :
+       {std::string(16, '\0'), std::string(100000, '\0'), std::string(100000, '\xff'),
+        std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n")}) {
+    Handshake listener(Handshake::Side::kListener, "s", Endpoint{3, "a"});
+    EXPECT_EQ(listener.consume(garbage.data(), garbage.size()), Status::kFailed);
+    EXPECT_EQ(listener.failure(), rdConnectionError);
+    EXPECT_NE(listener.error().find("bad magic"), std::string::npos) << listener.error();
+    EXPECT_EQ(listener.buffered(), 0u);
+    EXPECT_TRUE(listener.takeOutput().empty());
+  }
+}
+
+TEST(BootstrapHandshake, OversizedOrMistypedFramesAreRefusedFromTheirHeader) {
+  Handshake a(Handshake::Side::kListener, "s", Endpoint{3, "a"});
+  std::string huge = encodeFrame(FrameType::kHello, std::string(33, 'x')).substr(0, kHeaderBytes);
+  EXPECT_EQ(a.consume(huge.data(), huge.size()), Status::kFailed);
+  EXPECT_NE(a.error().find("hello frame of 33 bytes"), std::string::npos) << a.error();
+  Handshake b(Handshake::Side::kListener, "s", Endpoint{3, "a"});
+  std::string welcome = encodeFrame(FrameType::kWelcome, std::string(20, 'x'));
+  EXPECT_EQ(b.consume(welcome.data(), welcome.size()), Status::kFailed);
+  EXPECT_NE(b.error().find("where hello belongs"), std::string::npos) << b.error();
+  Handshake c(Handshake::Side::kListener, "s", Endpoint{3, "a"});
+  std::string header = encodeFrame(FrameType::kHello, std::string(32, 'x'));
+  header[4] = 9;  // version
+  EXPECT_EQ(c.consume(header.data(), header.size()), Status::kFailed);
+  EXPECT_NE(c.error().find("version 9"), std::string::npos) << c.error();
+}
+
+TEST(BootstrapHandshake, BytesAfterTheEndFailTheConnection) {
+  Pair p("s", "s");
+  std::string hello;
+  std::string auth_frame = authFrameOf(p, &hello) + "extra";
+  EXPECT_EQ(p.listener.consume(auth_frame.data(), auth_frame.size()), Status::kFailed);
+  EXPECT_NE(p.listener.error().find("after the handshake"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rd::transport::bootstrap
