@@ -1,6 +1,9 @@
 #include "transport/transport.h"
 
+#include <netdb.h>
+
 #include <cstdlib>
+#include <cstring>
 
 #include "common/status.h"
 #include "transport/loopback/loopback_transport.h"
@@ -59,6 +62,22 @@ rdResult_t splitAddress(const std::string& address, std::string* host, uint16_t*
     *host = host->substr(1, host->size() - 2);
   }
   *port = static_cast<uint16_t>(value);
+  return rdSuccess;
+}
+
+rdResult_t resolveIpv4(const std::string& host, uint16_t port, sockaddr_in* out) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  int rc = getaddrinfo(host.empty() ? "0.0.0.0" : host.c_str(), nullptr, &hints, &found);
+  if (rc != 0 || found == nullptr) {
+    return setErrorf(rdInvalidArgument, "cannot resolve host '%s': %s", host.c_str(),
+                     gai_strerror(rc));
+  }
+  std::memcpy(out, found->ai_addr, sizeof *out);
+  out->sin_port = htons(port);
+  freeaddrinfo(found);
   return rdSuccess;
 }
 

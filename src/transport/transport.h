@@ -9,6 +9,8 @@
 // post() and runSync() must be called on it.
 #pragma once
 
+#include <netinet/in.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -157,5 +159,8 @@ rdResult_t createTransport(const std::string& name, std::shared_ptr<ProgressEngi
 
 /** Splits "host:port"; rdInvalidArgument when malformed. */
 rdResult_t splitAddress(const std::string& address, std::string* host, uint16_t* port);
+
+/** Resolves @p host ("" = any) to an IPv4 address with @p port; rdInvalidArgument if it cannot. */
+rdResult_t resolveIpv4(const std::string& host, uint16_t port, sockaddr_in* out);
 
 }  // namespace rd::transport

@@ -2,7 +2,6 @@
 // and a listener complete; a wrong secret fails fast on both sides; idle connections held open
 // past the pending cap cannot lock a real peer out; a silent connection is dropped at its
 // deadline; an unreachable address is reported with its address.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -105,11 +104,9 @@ int rawConnect(const std::string& address) {
   std::string host;
   uint16_t port = 0;
   EXPECT_EQ(splitAddress(address, &host, &port), rdSuccess);
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  inet_pton(AF_INET, host.c_str(), &addr.sin_addr);
+  EXPECT_EQ(resolveIpv4(host, port, &addr), rdSuccess);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   return fd;
 }

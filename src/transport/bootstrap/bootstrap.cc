@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -24,22 +23,6 @@ namespace {
 constexpr int kMaxEvents = 64;
 constexpr int kAcceptsPerTurn = 64;  // then other sockets get their turn
 constexpr size_t kReadChunk = 16 << 10;
-
-rdResult_t resolve(const std::string& host, uint16_t port, sockaddr_in* out) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  int rc = getaddrinfo(host.empty() ? "0.0.0.0" : host.c_str(), nullptr, &hints, &found);
-  if (rc != 0 || found == nullptr) {
-    return setErrorf(rdInvalidArgument, "cannot resolve host '%s': %s", host.c_str(),
-                     gai_strerror(rc));
-  }
-  std::memcpy(out, found->ai_addr, sizeof *out);
-  out->sin_port = htons(port);
-  freeaddrinfo(found);
-  return rdSuccess;
-}
 
 std::string hostOf(const std::string& peer) {
   return peer.substr(0, peer.rfind(':'));
@@ -82,7 +65,7 @@ void Bootstrap::watch(int fd, uint32_t events, uint32_t serial) {
 
 rdResult_t Bootstrap::listen(const std::string& host, uint16_t port, std::string* address) {
   sockaddr_in addr{};
-  RD_CHECK(resolve(host, port, &addr));
+  RD_CHECK(resolveIpv4(host, port, &addr));
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return setErrorf(rdSystemError, "socket: %s", std::strerror(errno));
   int one = 1;
@@ -108,7 +91,7 @@ rdResult_t Bootstrap::connect(uint64_t conn, uint64_t tag, const std::string& ad
   uint16_t port = 0;
   RD_CHECK(splitAddress(address, &host, &port));
   sockaddr_in addr{};
-  RD_CHECK(resolve(host, port, &addr));
+  RD_CHECK(resolveIpv4(host, port, &addr));
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return setErrorf(rdSystemError, "socket: %s", std::strerror(errno));
   auto p = std::make_unique<Pending>();

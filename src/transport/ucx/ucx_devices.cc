@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <ifaddrs.h>
-#include <netdb.h>
 #include <netinet/in.h>
 
 #include <cstdlib>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "transport/transport.h"
 
 namespace rd::transport {
 
@@ -39,25 +39,17 @@ std::string rdmaPortsOf(const std::string& interface) {
   return ports;
 }
 
-bool resolveIpv4(const std::string& host, in_addr* out) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return false;
-  *out = reinterpret_cast<const sockaddr_in*>(found->ai_addr)->sin_addr;
-  freeaddrinfo(found);
-  return true;
-}
-
 }  // namespace
 
 std::string netDevicesFor(const std::string& local_host) {
   const char* user = std::getenv("UCX_NET_DEVICES");
   if (user != nullptr && *user != '\0') return "";
-  in_addr want{};
-  if (local_host.empty() || !resolveIpv4(local_host, &want) || want.s_addr == htonl(INADDR_ANY)) {
+  sockaddr_in local{};
+  if (local_host.empty() || resolveIpv4(local_host, 0, &local) != rdSuccess ||
+      local.sin_addr.s_addr == htonl(INADDR_ANY)) {
     return "";
   }
+  const in_addr want = local.sin_addr;
   ifaddrs* all = nullptr;
   if (getifaddrs(&all) != 0) return "";
   std::string interface;
