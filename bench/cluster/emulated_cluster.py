@@ -8,6 +8,7 @@ link capped in both directions with tc (see netns.py), and the systems run one a
 in the same topology, with the same flags:
 
   rs    reduce-server reducers + rd_perf --algo rs   (reduction server)
+  auto  reduce-server reducers + rd_perf --algo auto (rs or ring, chosen per size)
   ring  rd_perf --algo ring                          (libreduce's ring between the workers)
   gloo  gloo_perf                                    (Gloo, file-store rendezvous)
   mpi   mpirun ... mpi_perf                          (Open MPI, TCP BTL over eth0)
@@ -262,11 +263,13 @@ def run_one(topo, scenario: Scenario, system: str, repeat: int, args, binaries, 
     run = {"scenario": scenario.label, "system": system, "repeat": repeat,
            "status": outcome.status, "note": outcome.note, "wall_s": round(outcome.wall_s, 2),
            "command": outcome.command, "log_dir": str(log_dir),
-           "traffic": _traffic(before, after)}
+           "traffic": _traffic(before, after), "reducer_cpu_s": outcome.reducer_cpu_s}
     results["runs"].append(run)
     base = {"scenario": scenario.label, "repeat": repeat, "system": system, "n": scenario.n,
             "k": scenario.k, "rate": scenario.rate}
     rows = report.rows_from_perf_json(outcome.doc, base) if outcome.doc else []
+    calls = 2 * (args.warmup + args.iters + (1 if args.check else 0))  # both placements
+    run["reduced_bytes"] = calls * sum(r["size"] for r in rows if r["placement"] == "in_place")
     if outcome.status == "ok" and not rows:
         run["status"], run["note"] = "failed", "rank 0 wrote no results"
     results["rows"].extend(rows)

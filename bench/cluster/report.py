@@ -22,8 +22,8 @@ from collections import defaultdict
 from pathlib import Path
 
 ROW_FIELDS = ["scenario", "repeat", "system", "n", "k", "rate", "coll", "size", "count", "dtype",
-              "redop", "placement", "time_us", "algbw", "busbw", "wrong"]
-SYSTEM_ORDER = ["rs", "ring", "gloo", "mpi"]
+              "redop", "placement", "time_us", "algbw", "busbw", "cpu_us", "wrong"]
+SYSTEM_ORDER = ["rs", "auto", "ring", "gloo", "mpi"]
 PEERS = ["ring", "gloo", "mpi"]
 HEADLINE_PLACEMENT = "out_of_place"
 
@@ -78,6 +78,7 @@ def rows_from_perf_json(doc: dict, base: dict) -> list[dict]:
                          "time_us": figures.get("time_us"),
                          "algbw": figures.get("algbw"),
                          "busbw": figures.get("busbw"),
+                         "cpu_us": figures.get("cpu_us"),
                          "wrong": figures.get("wrong")})
     return rows
 
@@ -132,7 +133,9 @@ def scenario_markdown(scenario: dict, runs: list[dict], rows: list[dict]) -> str
         lines += ["No measurements.", ""]
     else:
         lines += _algbw_table(rows, systems, n, k, rate_bps)
+        lines += _auto_table(rows, systems)
         lines += _busbw_table(rows, systems)
+        lines += _cpu_table(rows, runs, systems, n)
         lines += _latency_and_wrong(rows, systems)
     lines += _run_notes(runs)
     return "\n".join(lines)
@@ -177,6 +180,56 @@ def _algbw_table(rows, systems, n, k, rate_bps) -> list[str]:
         if peers:
             cells.append(_fmt(speedup, 2))
         lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _auto_table(rows, systems) -> list[str]:
+    """auto against the better of rs and ring at each size (auto picks one of them per size)."""
+    if not {"auto", "rs", "ring"} <= set(systems):
+        return []
+    algbw = _median_by(rows, "algbw")
+    sizes = sorted(size for (s, size) in algbw if s == "auto")
+    lines = ["auto (LIBREDUCE_ALGO=auto) against the better of rs and ring:", "",
+             "| size | auto | best | auto/best |", "|---|---|---|---|"]
+    for size in sizes:
+        rs, ring = algbw.get(("rs", size)), algbw.get(("ring", size))
+        best = max((v, name) for v, name in ((rs, "rs"), (ring, "ring")) if v)
+        auto = algbw[("auto", size)]
+        lines.append(f"| {_size_label(size)} | {_fmt(auto)} | {best[1]} {_fmt(best[0])} | "
+                     f"{_fmt(auto / best[0], 2)} |")
+    return lines + [""]
+
+
+def reduced_bytes(run: dict) -> float:
+    """Bytes each rank all-reduced over the whole run (every call, warm-up and check too)."""
+    return float(run.get("reduced_bytes") or 0)
+
+
+def _cpu_table(rows, runs, systems, n) -> list[str]:
+    """CPU seconds per GB all-reduced, from the processes' own accounting."""
+    cpu = _median_by(rows, "cpu_us")
+    if not cpu:
+        return []
+    largest = max(size for (_, size) in cpu)
+    lines = [f"CPU seconds per GB all-reduced ({_size_label(largest)}): per worker over the timed "
+             "calls (getrusage of each rank, mean over ranks); reducers all together over the "
+             "whole run (each reducer's getrusage at exit, over every call's bytes); total = n "
+             "workers + reducers:", "",
+             "| system | algbw (GB/s) | worker CPU-s/GB | reducers CPU-s/GB | total CPU-s/GB |",
+             "|---|---|---|---|---|"]
+    algbw = _median_by(rows, "algbw")
+    for system in systems:
+        per_call = cpu.get((system, largest))
+        if per_call is None:
+            continue
+        worker = per_call * 1e-6 / (largest / 1e9)
+        reducer = None
+        ok = [r for r in runs if r["system"] == system and r.get("reducer_cpu_s") is not None]
+        if ok and all(reduced_bytes(r) > 0 for r in ok):
+            reducer = statistics.median(r["reducer_cpu_s"] / (reduced_bytes(r) / 1e9) for r in ok)
+        total = n * worker + (reducer or 0)
+        lines.append(f"| {system} | {_fmt(algbw.get((system, largest)))} | {_fmt(worker, 2)} | "
+                     f"{_fmt(reducer, 2)} | {_fmt(total, 2)} |")
     return lines + [""]
 
 

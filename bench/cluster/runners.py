@@ -22,7 +22,7 @@ from pathlib import Path
 
 import netns
 
-SYSTEMS = ("rs", "ring", "gloo", "mpi")
+SYSTEMS = ("rs", "auto", "ring", "gloo", "mpi")
 POLL_S = 0.2                 # sleep between checks of running processes (never busy-wait)
 READY_TIMEOUT_S = 20.0       # a reducer must report its address within this
 FAILURE_GRACE_S = 15.0       # after one rank fails, the others get this long to notice
@@ -65,7 +65,8 @@ class Binaries:
 
     def missing_by_system(self) -> dict[str, str]:
         """{system: what is missing} for the systems that cannot run."""
-        needs = {"rs": ["reduce_server", "rd_perf"], "ring": ["rd_perf"], "gloo": ["gloo_perf"],
+        needs = {"rs": ["reduce_server", "rd_perf"], "auto": ["reduce_server", "rd_perf"],
+                 "ring": ["rd_perf"], "gloo": ["gloo_perf"],
                  "mpi": ["mpi_perf", "mpirun"]}
         missing = {}
         for system, fields in needs.items():
@@ -103,6 +104,7 @@ class Outcome:
     wall_s: float = 0.0
     command: str = ""
     doc: dict | None = None
+    reducer_cpu_s: float | None = None  # all reducers' user + system CPU (their own report)
 
 
 class ProcessSet:
@@ -221,7 +223,7 @@ def run_system(ctx: RunContext) -> Outcome:
     procs = ProcessSet(ctx.log_dir)
     started = time.monotonic()
     try:
-        outcome = {"rs": _run_rs, "ring": _run_ring, "gloo": _run_gloo,
+        outcome = {"rs": _run_rs, "auto": _run_auto, "ring": _run_ring, "gloo": _run_gloo,
                    "mpi": _run_mpi}[ctx.system](ctx, procs)
     finally:
         procs.stop()
@@ -287,22 +289,43 @@ def _wait_ready(procs: ProcessSet, name: str, path: Path) -> str:
                        f"{procs.log_tail(name)}")
 
 
-def _run_rs(ctx: RunContext, procs: ProcessSet) -> Outcome:
+def _run_rs(ctx: RunContext, procs: ProcessSet, algo: str = "rs") -> Outcome:
     try:
         addresses = start_reducers(ctx, procs)
     except RuntimeError as exc:
         return Outcome(status="failed", note=str(exc))
-    program = [str(ctx.binaries.rd_perf), "--algo", "rs", "--reducers", ",".join(addresses)]
+    program = [str(ctx.binaries.rd_perf), "--algo", algo, "--reducers", ",".join(addresses)]
     command = _start_workers(ctx, procs, program,
                              lambda rank, host: libreduce_env(ctx, rank, host))
     outcome = _finish_workers(ctx, procs, command)
     died = [h.name for h in ctx.topo.reducers if procs.procs[h.name].poll() is not None]
     procs.stop([h.name for h in ctx.topo.reducers], signal.SIGTERM)
+    outcome.reducer_cpu_s = reducer_cpu_seconds(procs, [h.name for h in ctx.topo.reducers])
     if died:
         outcome.note = (outcome.note + "; " if outcome.note else "") + \
             f"reducers exited during the run: {', '.join(died)}"
         outcome.status = "failed" if outcome.status == "ok" else outcome.status
     return outcome
+
+
+def _run_auto(ctx: RunContext, procs: ProcessSet) -> Outcome:
+    """rd_perf through the reducers with LIBREDUCE_ALGO=auto: rs or ring, chosen per size."""
+    return _run_rs(ctx, procs, algo="auto")
+
+
+def reducer_cpu_seconds(procs: ProcessSet, names: list[str]) -> float | None:
+    """Sum of the CPU time each stopped reducer reported; None if one did not."""
+    total = 0.0
+    for name in names:
+        try:
+            text = (procs.log_dir / f"{name}.log").read_text(errors="replace")
+        except OSError:
+            return None
+        match = re.search(r"LIBREDUCE_REDUCER_CPU user_s=([0-9.]+) sys_s=([0-9.]+)", text)
+        if not match:
+            return None
+        total += float(match.group(1)) + float(match.group(2))
+    return total
 
 
 def _run_ring(ctx: RunContext, procs: ProcessSet) -> Outcome:

@@ -3,6 +3,7 @@
 // prints the nccl-tests table and writes the JSON.
 #include "perf/perf_runner.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,8 +24,19 @@ struct Placement {
   double time_us = 0;
   double algbw = 0;
   double busbw = 0;
+  double cpu_us = 0;  // CPU time of this process (every thread) per call, mean over ranks
   long wrong = 0;
 };
+
+// CPU seconds this process has used so far, user and system, every thread.
+double processCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
+}
 
 struct Row {
   size_t bytes = 0;
@@ -176,6 +188,7 @@ class Sweep {
         if (!call(d, op, &error)) return fail(error);
       }
       be_.combine(0, 0);  // line the ranks up before timing
+      const double cpu0 = processCpuSeconds();
       auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < o_.iters; ++i) {
         if (!call(d, op, &error)) return fail(error);
@@ -183,7 +196,9 @@ class Sweep {
       double us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
           o_.iters;
+      const double cpu_us = (processCpuSeconds() - cpu0) * 1e6 / o_.iters;
       p.time_us = aggregate(us);
+      p.cpu_us = be_.combine(cpu_us, 0) / be_.nranks();
       p.algbw = p.time_us > 0 ? static_cast<double>(row.bytes) / p.time_us / 1e3 : 0;
       p.busbw = p.algbw * busFactor(o_.coll, n);
       p.wrong = -1;
@@ -294,7 +309,8 @@ class Sweep {
       for (int k = 0; k < 2; ++k) {
         const Placement& p = r.placement[k];
         f << ", \"" << names[k] << "\": {\"time_us\": " << p.time_us << ", \"algbw\": " << p.algbw
-          << ", \"busbw\": " << p.busbw << ", \"wrong\": " << p.wrong << "}";
+          << ", \"busbw\": " << p.busbw << ", \"cpu_us\": " << p.cpu_us
+          << ", \"wrong\": " << p.wrong << "}";
       }
       f << "}";
     }

@@ -91,6 +91,7 @@ rdResult_t configFromSettings(CommConfig* config) {
   uint64_t chunk = 0;
   RD_CHECK(settings::readSize(Id::kChunkBytes, &chunk));
   config->chunk_bytes = chunk;
+  RD_CHECK(settings::readSize(Id::kIngressBytes, &config->ingress_bytes));
   int64_t value = 0;
   RD_CHECK(settings::readInt(Id::kWindow, &value));
   config->window = static_cast<uint32_t>(value);

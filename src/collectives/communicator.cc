@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "collectives/algorithms/registry.h"
+#include "collectives/pipeline.h"
 #include "common/check.h"
 #include "common/limits.h"
 #include "common/log.h"
@@ -60,16 +61,22 @@ rdResult_t Communicator::start() {
   join_deadline_ = Clock::now() + std::chrono::milliseconds(config_.timeout_ms);
   return transport_->runSync([this] {
     RD_CHECK(transport_->listen(config_.listen_host, 0, &listen_address_));
-    for (auto& link : links_) RD_CHECK(transport_->connect(link.address, &link.conn));
+    for (auto& link : links_) RD_CHECK(transport_->connect(link.address, &link.conn, laneOf(link)));
     return rdSuccess;
   });
+}
+
+transport::Lane Communicator::laneOf(const ReducerLink& link) {
+  // Results stream in on a socket of their own: the rendezvous and flow-control messages that
+  // answer them never wait behind this rank's contributions going out (and the other way).
+  return link.result_channel ? transport::Lane::kSeparate : transport::Lane::kShared;
 }
 
 void Communicator::sendHello(uint32_t index) {
   ReducerLink& link = links_[index];
   link.nonce = auth::makeNonce();
   wire::HelloBody body;
-  body.chunk_bytes = config_.chunk_bytes;
+  body.chunk_bytes = maxChunkBytes(config_);
   body.spread = std::max<uint32_t>(1, dataReducers());
   body.timeout_ms = config_.timeout_ms;
   body.algorithm = static_cast<uint32_t>(config_.algorithm);
@@ -85,7 +92,7 @@ void Communicator::retryConnections(Clock::time_point now) {
   for (uint32_t i = 0; i < links_.size(); ++i) {
     ReducerLink& link = links_[i];
     if (link.conn != 0 || now < link.retry_at) continue;
-    if (transport_->connect(link.address, &link.conn) != rdSuccess) {
+    if (transport_->connect(link.address, &link.conn, laneOf(link)) != rdSuccess) {
       link.conn = 0;
       link.last_error = lastError();
       link.retry_at = now + kConnectRetry;
@@ -122,13 +129,13 @@ rdResult_t Communicator::join() {
 }
 
 std::shared_ptr<char> Communicator::stagingBuffer() {
-  if (staging_in_use_ >= 2 * config_.window) return nullptr;
+  if (staging_in_use_ >= 2 * effectiveWindow(config_)) return nullptr;
   char* raw = nullptr;
   if (!staging_free_.empty()) {
     raw = staging_free_.back();
     staging_free_.pop_back();
   } else {
-    raw = new char[config_.chunk_bytes];
+    raw = new char[ringPieceBytes(config_)];
   }
   ++staging_in_use_;
   // Back to the free list when the last holder lets go (on the progress thread).

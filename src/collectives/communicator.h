@@ -27,8 +27,9 @@ struct CommConfig {
   uint64_t comm_id = 0;
   uint32_t rank = 0;
   uint32_t nranks = 1;
-  uint64_t chunk_bytes = 1 << 20;
-  uint32_t window = 4;
+  uint64_t chunk_bytes = 0;          // 0 = auto (pipeline.h)
+  uint32_t window = 0;               // 0 = auto
+  uint64_t ingress_bytes = 1 << 20;  // LIBREDUCE_INGRESS_BYTES
   uint32_t timeout_ms = 60000;
   // As asked for until the communicator is created, which resolves it once (never auto after).
   rdAlgorithm_t algorithm = rdAlgoDefault;
@@ -105,7 +106,7 @@ class Communicator {
   /** Name of the reducer behind @p link for messages: "reducer 1 (127.0.0.1:4000)". */
   std::string reducerName(uint32_t link) const;
   /**
-   * A buffer of config().chunk_bytes for a ring piece in flight (reused, never zeroed), or null
+   * A buffer of ringPieceBytes() for a ring piece in flight (reused, never zeroed), or null
    * when 2 x window are already in use: the caller holds the piece back until one returns.
    */
   std::shared_ptr<char> stagingBuffer();
@@ -122,6 +123,7 @@ class Communicator {
   rdResult_t start();
   rdResult_t join();
   void sendHello(uint32_t index);
+  static transport::Lane laneOf(const ReducerLink& link);
   void retryConnections(Clock::time_point now);
   static constexpr std::chrono::milliseconds kConnectRetry{200};
   void onMessage(transport::ConnId conn, const void* header, size_t len, transport::Payload p);

@@ -143,21 +143,28 @@ constexpr Setting kTable[] = {
      .name = "chunk_bytes",
      .env = "LIBREDUCE_CHUNK_BYTES",
      .kind = Kind::kSize,
-     .default_value = "1M",
-     .description = "Bytes per chunk a worker sends to a reducer (rounded down to whole "
-                    "elements).",
+     .default_value = "auto",
+     .description =
+         "Bytes per chunk a worker sends to a reducer (rounded down to whole "
+         "elements). auto: chosen per operation from its size, the ranks and the "
+         "reducers, so that every reducer gets a deep pipeline and the chunks in "
+         "flight fit LIBREDUCE_INGRESS_BYTES. A number fixes it (buffers smaller than 8 chunks "
+         "per reducer are still cut smaller, to reach every reducer).",
      .min = limits::kMinChunkBytes,
      .max = limits::kMaxChunkBytes,
-     .choices = {}},
+     .choices = {},
+     .has_auto = true},
     {.id = Id::kWindow,
      .name = "window",
      .env = "LIBREDUCE_WINDOW",
      .kind = Kind::kInt,
-     .default_value = "4",
-     .description = "Chunks a worker keeps in flight per reducer (and per ring neighbour).",
+     .default_value = "auto",
+     .description = "Chunks a worker keeps in flight per reducer (and per ring neighbour). "
+                    "auto: 4 per reducer, enough to hide a chunk's round trip.",
      .min = limits::kMinWindow,
      .max = limits::kMaxWindow,
-     .choices = {}},
+     .choices = {},
+     .has_auto = true},
     {.id = Id::kTimeoutMs,
      .name = "timeout_ms",
      .env = "LIBREDUCE_TIMEOUT_MS",
@@ -221,6 +228,30 @@ constexpr Setting kTable[] = {
      .min = 1,
      .max = 65536,
      .choices = {}},
+    {.id = Id::kEagerBytes,
+     .name = "eager_bytes",
+     .env = "LIBREDUCE_EAGER_BYTES",
+     .kind = Kind::kSize,
+     .default_value = "256K",
+     .description = "Messages up to this size are sent at once, without the rendezvous "
+                    "handshake (a round trip) larger ones wait for; the receiver holds them "
+                    "until it takes them. 0: every message with a payload waits for the "
+                    "handshake.",
+     .min = 0,
+     .max = limits::kMaxChunkBytes,
+     .choices = {}},
+    {.id = Id::kIngressBytes,
+     .name = "ingress_bytes",
+     .env = "LIBREDUCE_INGRESS_BYTES",
+     .kind = Kind::kSize,
+     .default_value = "1M",
+     .description = "Bytes all ranks together keep in flight toward one reducer when the chunk "
+                    "size is auto (window x chunk per rank = this / ranks): n ranks sending to "
+                    "one reducer at once overflow its link's queue (incast) when each keeps "
+                    "much more than a link's delay worth in flight.",
+     .min = limits::kMinChunkBytes,
+     .max = kUnbounded,
+     .choices = {}},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Id::kCount), "one row per settings::Id");
 
@@ -249,7 +280,16 @@ rdResult_t rangeError(const Setting& s, const std::string& value) {
 
 // The parsers behind readInt/readSize/readChoice and checkValue: @p text is the value whether it
 // comes from the environment or from a job spec, so both report it the same way.
+// "auto" (or 0) of a setting that has it.
+bool isAuto(const Setting& s, const std::string& text) {
+  return s.has_auto && (lower(text) == "auto" || text == "0");
+}
+
 rdResult_t parseInt(const Setting& s, const std::string& text, int64_t* out) {
+  if (isAuto(s, text)) {
+    *out = 0;
+    return rdSuccess;
+  }
   errno = 0;
   char* end = nullptr;
   long long v = std::strtoll(text.c_str(), &end, 10);
@@ -261,6 +301,10 @@ rdResult_t parseInt(const Setting& s, const std::string& text, int64_t* out) {
 }
 
 rdResult_t parseSizeValue(const Setting& s, const std::string& text, uint64_t* out) {
+  if (isAuto(s, text)) {
+    *out = 0;
+    return rdSuccess;
+  }
   uint64_t v = 0;
   if (!parseSize(text, &v) || v > static_cast<uint64_t>(INT64_MAX) ||
       static_cast<int64_t>(v) < s.min || static_cast<int64_t>(v) > s.max) {
@@ -296,7 +340,8 @@ std::string allowedText(const Setting& s) {
       auto show = [&](int64_t v) {
         return s.kind == Kind::kSize ? sizeText(v) : std::to_string(v);
       };
-      return show(s.min) + ".." + (s.max == kUnbounded ? std::string() : show(s.max));
+      return (s.has_auto ? "auto|" : "") + show(s.min) + ".." +
+             (s.max == kUnbounded ? std::string() : show(s.max));
     }
     case Kind::kString: break;
   }

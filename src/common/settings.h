@@ -33,6 +33,8 @@ enum class Id : int {
   kSpinUs,
   kBootstrapTimeoutMs,
   kBootstrapPending,
+  kEagerBytes,
+  kIngressBytes,
   kCount
 };
 
@@ -51,9 +53,11 @@ struct Setting {
   int64_t min = 0;                       // kInt / kSize: smallest value
   int64_t max = kUnbounded;              // kInt / kSize: largest value (kUnbounded: none)
   std::span<const char* const> choices;  // kChoice: the allowed values, lower case
+  // kInt / kSize: "auto" (and 0) are allowed too and read as 0: the library chooses per use.
+  bool has_auto = false;
 };
 
-/** What a value may be, for messages and docs: "4K..64M", "auto|rs|ring", "any". */
+/** What a value may be, for messages and docs: "4K..64M", "auto|rs|ring", "auto|1..64", "any". */
 std::string allowedText(const Setting& s);
 
 /** Every setting, in table order. */

@@ -19,7 +19,7 @@ rdResult_t reject(std::string* why, std::string text) {
 }  // namespace
 
 Geometry makeGeometry(Coll coll, uint64_t count, uint32_t nranks, uint32_t root,
-                      uint64_t chunk_bytes, size_t elem_size, uint32_t spread) {
+                      uint64_t chunk_bytes, size_t elem_size) {
   Geometry g;
   g.coll = coll;
   g.count = count;
@@ -27,12 +27,6 @@ Geometry makeGeometry(Coll coll, uint64_t count, uint32_t nranks, uint32_t root,
   g.root = root;
   elem_size = std::max<size_t>(elem_size, 1);
   g.chunk_elems = std::max<uint64_t>(1, chunk_bytes / elem_size);
-  bool whole_buffer = coll == Coll::kAllReduce || coll == Coll::kBroadcast;
-  if (whole_buffer && spread > 1) {
-    uint64_t smallest = std::max<uint64_t>(1, kMinSpreadChunkBytes / elem_size);
-    g.chunk_elems = std::min(g.chunk_elems,
-                             std::max(smallest, ceilDiv(count, uint64_t{spread} * kSpreadDepth)));
-  }
   uint64_t per_part = std::max<uint64_t>(1, ceilDiv(count, g.chunk_elems));
   bool per_rank = coll == Coll::kReduceScatter || coll == Coll::kAllGather;
   g.chunks_per_rank = per_rank ? per_part : 0;
@@ -104,8 +98,13 @@ rdResult_t checkDataFrame(const Header& h, const CommShape& shape, uint32_t conn
       h.coll == static_cast<uint8_t>(Coll::kAllGather)) {
     if (h.count > kMaxCount / h.nranks) return reject(why, "element count over the limit");
   }
-  *geometry = makeGeometry(static_cast<Coll>(h.coll), h.count, h.nranks, h.root, shape.chunk_bytes,
-                           esize, shape.spread);
+  if (h.chunk_bytes < esize || h.chunk_bytes > shape.max_chunk_bytes) {
+    return reject(why, "chunk size " + std::to_string(h.chunk_bytes) +
+                           " out of range (1 element.." + std::to_string(shape.max_chunk_bytes) +
+                           " bytes)");
+  }
+  *geometry =
+      makeGeometry(static_cast<Coll>(h.coll), h.count, h.nranks, h.root, h.chunk_bytes, esize);
   if (h.chunk >= geometry->nchunks) {
     return reject(why, "chunk " + std::to_string(h.chunk) + " out of range (" +
                            std::to_string(geometry->nchunks) + " chunks)");

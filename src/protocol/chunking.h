@@ -29,24 +29,12 @@ struct ChunkSpan {
   uint32_t owner = 0;  // RS / AG: the rank whose part holds the chunk
 };
 
-/** Smallest chunk an all-reduce or broadcast is cut into to reach more reducers. */
-constexpr uint64_t kMinSpreadChunkBytes = 4096;
 /**
- * Chunks per reducer a small buffer is cut into: a reducer can only answer a chunk once every
- * rank's copy is in, so with one chunk each it would receive everything and only then send;
- * with several, it sends one result while the next chunk arrives.
- */
-constexpr uint64_t kSpreadDepth = 4;
-
-/**
- * Geometry for an operation; chunk_bytes is rounded down to whole elements (at least one).
- * All-reduce and broadcast buffers smaller than @p spread x kSpreadDepth chunks are cut into
- * that many equal chunks (none under kMinSpreadChunkBytes), so a small buffer still uses every
- * reducer's link, pipelined, instead of one reducer's. Reduce-scatter and all-gather parts are
- * left as they are.
+ * Geometry for an operation cut into chunks of @p chunk_bytes (rounded down to whole elements,
+ * at least one). Reduce-scatter and all-gather cut each rank's part on its own.
  */
 Geometry makeGeometry(Coll coll, uint64_t count, uint32_t nranks, uint32_t root,
-                      uint64_t chunk_bytes, size_t elem_size, uint32_t spread = 1);
+                      uint64_t chunk_bytes, size_t elem_size);
 
 /** Elements of chunk @p k (k < nchunks). */
 ChunkSpan chunkSpan(const Geometry& g, uint64_t k);
@@ -70,15 +58,16 @@ struct CommShape {
   uint64_t comm_id = 0;
   uint32_t epoch = 0;
   uint32_t nranks = 0;
-  uint64_t chunk_bytes = 0;
-  uint32_t spread = 1;     // reducers the workers spread an operation over (see makeGeometry)
-  uint32_t algorithm = 0;  // rdAlgorithm_t the ranks resolved (the join checks they agree)
+  uint64_t max_chunk_bytes = 0;  // no operation's chunks are larger (what memory is sized for)
+  uint32_t spread = 1;           // reducers the workers spread an operation over
+  uint32_t algorithm = 0;        // rdAlgorithm_t the ranks resolved (the join checks they agree)
 };
 
 /**
  * Full check of a kData frame from @p conn_rank (the rank its connection authenticated as)
  * against the communicator: identity, epoch, rank, collective, dtype/op, count range, chunk
- * index in range, sender is a contributor, payload length == chunk elements x element size.
+ * size within the cap, chunk index in range, sender is a contributor, payload length == chunk
+ * elements x element size.
  * On success fills @p geometry and @p span.
  */
 rdResult_t checkDataFrame(const Header& h, const CommShape& shape, uint32_t conn_rank,

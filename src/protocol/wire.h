@@ -16,7 +16,8 @@ namespace rd::wire {
 constexpr uint32_t kMagic = 0x31584452;  // "RDX1" in memory order
 // 2: a result channel per worker and reducer (kFlagResultChannel), and HelloBody.spread.
 // 3: HelloBody.algorithm (every rank of a communicator must run the same).
-constexpr uint16_t kVersion = 3;
+// 4: Header.chunk_bytes: the chunk size is chosen per operation; HelloBody.chunk_bytes its cap.
+constexpr uint16_t kVersion = 4;
 // Hard cap on any payload: a chunk (LIBREDUCE_CHUNK_BYTES range).
 constexpr uint64_t kMaxPayloadBytes = limits::kMaxChunkBytes;
 constexpr uint64_t kMaxControlBytes = 64ull << 10;
@@ -71,11 +72,11 @@ struct Header {
   uint8_t dtype = 0;
   uint8_t op = 0;
   uint16_t flags = 0;
-  uint32_t rank = 0;      // sender's rank (workers); recipient's rank (reducer replies)
-  uint32_t nranks = 0;    // ranks in the communicator
-  uint32_t epoch = 0;     // join generation the reducer assigned; 0 before kJoined
-  uint32_t root = 0;      // broadcast root; ring step for kRing
-  uint32_t reserved = 0;  // explicit, so no uninitialized padding goes on the wire
+  uint32_t rank = 0;         // sender's rank (workers); recipient's rank (reducer replies)
+  uint32_t nranks = 0;       // ranks in the communicator
+  uint32_t epoch = 0;        // join generation the reducer assigned; 0 before kJoined
+  uint32_t root = 0;         // broadcast root; ring step for kRing
+  uint32_t chunk_bytes = 0;  // kData / kResult / kAck: the operation's chunk size
   uint64_t comm_id = 0;
   uint64_t seq = 0;    // operation number within the communicator
   uint64_t count = 0;  // elements: whole buffer (all-reduce, broadcast) or per rank (RS, AG)
@@ -106,7 +107,7 @@ const char* collName(uint8_t coll);
 
 /** kHello payload: what a worker announces when it joins. */
 struct HelloBody {
-  uint64_t chunk_bytes = 0;
+  uint64_t chunk_bytes = 0;  // the largest chunk this rank's operations will use
   uint32_t timeout_ms = 0;
   uint32_t address_len = 0;  // bytes of the address text that follows the fixed part
   uint32_t spread = 1;       // reducers the worker spreads each operation over (>= 1)

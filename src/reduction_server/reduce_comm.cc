@@ -5,39 +5,9 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "cpu/cpu_reduce.h"
+#include "reduction_server/slot.h"
 
 namespace rd::server {
-
-// One (operation, chunk): the contributions land side by side in one buffer, one slice each.
-struct Slot {
-  wire::Header sig;         // the first contribution's header: what every other one must match
-  wire::Geometry geometry;  // of the operation, derived from sig once
-  wire::ChunkSpan span;
-  size_t bytes = 0;       // one slice
-  uint32_t expected = 0;  // contributions to wait for
-  uint32_t delivered = 0;
-  uint32_t in_flight = 0;       // payloads still being received into the buffer
-  uint32_t sends = 0;           // result sends not yet completed
-  std::vector<uint8_t> seen;    // header arrived
-  std::vector<uint8_t> landed;  // payload fully received
-  int accumulator = -1;         // slice holding the running result (arrival-order mode)
-  char* buffer = nullptr;
-  size_t buffer_bytes = 0;
-  BufferPool* pool = nullptr;
-  bool dead = false;  // dropped (failed) or finished: nothing may touch it but completions
-  Clock::time_point deadline;
-
-  char* slice(uint32_t i) const { return buffer + static_cast<size_t>(i) * bytes; }
-  // Slice of @p rank's contribution: its own for reductions, the only one otherwise.
-  uint32_t indexOf(uint32_t rank) const { return expected == 1 ? 0 : rank; }
-  // Memory goes back only when no receive writes into it and no send reads from it.
-  void releaseIfIdle() {
-    if (dead && in_flight == 0 && sends == 0 && buffer != nullptr) {
-      pool->release(buffer, buffer_bytes);
-      buffer = nullptr;
-    }
-  }
-};
 
 namespace {
 
@@ -49,7 +19,7 @@ std::string rankList(const std::vector<uint32_t>& ranks) {
 
 bool sameSignature(const wire::Header& a, const wire::Header& b) {
   return a.coll == b.coll && a.dtype == b.dtype && a.op == b.op && a.count == b.count &&
-         a.root == b.root && a.flags == b.flags;
+         a.root == b.root && a.flags == b.flags && a.chunk_bytes == b.chunk_bytes;
 }
 
 std::string describe(const wire::Header& h) {
@@ -68,21 +38,32 @@ std::string describe(const wire::Header& h) {
 }  // namespace
 
 ReduceComm::ReduceComm(const wire::CommShape& shape, uint32_t timeout_ms, uint16_t flags,
-                       transport::Transport* transport, BufferPool* pool, std::string reducer_name)
+                       transport::Transport* transport, BufferPool* pool, Executor* executor,
+                       std::string reducer_name)
     : shape_(shape),
       timeout_ms_(timeout_ms),
       flags_(flags),
       transport_(transport),
       pool_(pool),
+      executor_(executor),
       name_(std::move(reducer_name)),
       ranks_(shape.nranks),
       left_(shape.nranks, 0) {}
 
 ReduceComm::~ReduceComm() {
-  for (auto& [key, slot] : slots_) {
-    slot->dead = true;
-    slot->releaseIfIdle();
+  for (auto& [key, slot] : slots_) dropSlot(slot);
+}
+
+void ReduceComm::dropSlot(const std::shared_ptr<Slot>& slot) {
+  slot->dead = true;
+  // Held eager payloads go back to the transport here, on its thread; one a running reduction
+  // reads goes when that reduction reports back.
+  if (!slot->reducing) {
+    slot->held.clear();
+    slot->pending.clear();
+    slot->pending_index.clear();
   }
+  slot->releaseIfIdle();
 }
 
 void ReduceComm::sendTo(uint32_t rank, wire::Header h, const std::string& body,
@@ -161,6 +142,15 @@ ReduceComm::Outcome ReduceComm::contribute(const wire::Header& h, uint32_t conn_
     return Outcome::kBadFrame;
   }
   slot->seen[index] = 1;
+  const bool arrival_order = (flags_ & wire::kFlagDeterministic) == 0;
+  if (arrival_order && slot->expected > 1 && slot->span.elems != 0 && payload.keepsData()) {
+    // Eager bytes: folded straight from the transport's buffer, which is kept until then.
+    slot->landed[index] = 1;
+    ++slot->delivered;
+    const void* bytes = payload.data();
+    addPending(slot, index, bytes, std::move(payload));
+    return Outcome::kAccepted;
+  }
   ++slot->in_flight;
   auto self = shared_from_this();
   payload.receiveInto(slot->slice(index), [self, slot, index](rdResult_t status) {
@@ -207,54 +197,120 @@ void ReduceComm::onDelivered(const std::shared_ptr<Slot>& slot, uint32_t index, 
   }
   ++slot->delivered;
   slot->landed[index] = 1;
-  const auto dtype = static_cast<rdDataType_t>(slot->sig.dtype);
-  const auto op = static_cast<rdRedOp_t>(slot->sig.op);
-  bool in_order = (flags_ & wire::kFlagDeterministic) != 0;
-  if (!in_order && slot->expected > 1 && slot->span.elems != 0) {
-    // Arrival order: fold each contribution into the running result as soon as it lands.
-    if (slot->accumulator < 0) {
-      slot->accumulator = static_cast<int>(index);
-    } else {
-      const void* srcs[2] = {slot->slice(slot->accumulator), slot->slice(index)};
-      kernels::ReduceArgs args{srcs,  2, slot->slice(slot->accumulator), slot->span.elems,
-                               dtype, op};
-      args.finalize_avg = false;
-      if (kernels::cpu::reduce(args) != rdSuccess) {
-        failOp(slot->sig.seq, rdInternalError, "reduction failed: " + lastError());
-        return;
+  if (slot->expected == 1 || slot->span.elems == 0) {
+    if (slot->delivered == slot->expected) sendResults(slot);
+    return;
+  }
+  if ((flags_ & wire::kFlagDeterministic) == 0) {
+    addPending(slot, index, slot->slice(index), transport::Payload());
+  } else if (slot->delivered == slot->expected) {
+    // Rank order: one reduction over every slice, once all are here.
+    for (uint32_t i = 0; i < slot->expected; ++i) {
+      slot->pending_index.push_back(i);
+      slot->pending.push_back(slot->slice(i));
+    }
+    reduceNext(slot);
+  }
+}
+
+void ReduceComm::addPending(const std::shared_ptr<Slot>& slot, uint32_t index, const void* bytes,
+                            transport::Payload payload) {
+  slot->pending_index.push_back(index);
+  slot->pending.push_back(bytes);
+  if (payload) slot->held.push_back(std::move(payload));
+  reduceNext(slot);
+}
+
+void ReduceComm::reduceNext(const std::shared_ptr<Slot>& slot) {
+  if (slot->reducing || slot->dead || slot->pending.empty()) return;
+  const bool last = slot->folded + slot->pending.size() == slot->expected;
+  // The first contribution becomes the running result as it is, when it sits in its slice.
+  if (slot->result < 0 && slot->pending.size() == 1 && !last) {
+    uint32_t index = slot->pending_index.front();
+    if (slot->pending.front() != slot->slice(index)) return;  // eager: wait for a partner
+    slot->result = static_cast<int>(index);
+    slot->folded = 1;
+    slot->pending.clear();
+    slot->pending_index.clear();
+    return;
+  }
+  // One pass: the running result (if any) and everything pending, into the result's slice.
+  std::vector<const void*> srcs;
+  if (slot->result < 0) {
+    slot->result = static_cast<int>(slot->pending_index.front());
+  } else {
+    srcs.push_back(slot->slice(static_cast<uint32_t>(slot->result)));
+  }
+  srcs.insert(srcs.end(), slot->pending.begin(), slot->pending.end());
+  const auto count = static_cast<uint32_t>(slot->pending.size());
+  slot->pending.clear();
+  slot->pending_index.clear();
+  kernels::ReduceArgs args;
+  args.nsrcs = static_cast<int>(srcs.size());
+  args.dst = slot->slice(static_cast<uint32_t>(slot->result));
+  args.count = slot->span.elems;
+  args.dtype = static_cast<rdDataType_t>(slot->sig.dtype);
+  args.op = static_cast<rdRedOp_t>(slot->sig.op);
+  args.avg_divisor = slot->expected;
+  args.finalize_avg = last;  // avg scales once, in the pass that adds the last contribution
+  slot->reducing = true;
+  auto run = [args, srcs = std::move(srcs)](std::string* error) mutable {
+    args.srcs = srcs.data();
+    rdResult_t status = kernels::cpu::reduce(args);
+    if (status != rdSuccess) *error = lastError();
+    return status;
+  };
+  if (slot->bytes < kOffloadBytes || executor_ == nullptr) {
+    std::string error;
+    rdResult_t status = run(&error);
+    afterReduce(slot, count, status, error);
+    return;
+  }
+  auto self = shared_from_this();
+  executor_->submit([self, slot, count, run = std::move(run)]() mutable {
+    std::string error;
+    rdResult_t status = run(&error);
+    self->transport_->post(
+        [self, slot, count, status, error] { self->afterReduce(slot, count, status, error); });
+  });
+}
+
+void ReduceComm::afterReduce(const std::shared_ptr<Slot>& slot, uint32_t count, rdResult_t status,
+                             const std::string& error) {
+  slot->reducing = false;
+  slot->folded += count;
+  // Eager payloads the pass read go back to the transport; ones that came meanwhile wait.
+  if (slot->dead || slot->pending.empty()) {
+    slot->held.clear();
+  } else {
+    for (size_t i = 0; i < slot->held.size();) {
+      const void* bytes = slot->held[i].data();
+      bool waiting =
+          std::find(slot->pending.begin(), slot->pending.end(), bytes) != slot->pending.end();
+      if (waiting) {
+        ++i;
+      } else {
+        slot->held.erase(slot->held.begin() + static_cast<std::ptrdiff_t>(i));
       }
     }
   }
-  if (slot->delivered == slot->expected) finish(slot);
+  if (slot->dead) {
+    dropSlot(slot);
+    return;
+  }
+  if (status != rdSuccess) {
+    failOp(slot->sig.seq, rdInternalError, "reduction failed: " + error);
+    return;
+  }
+  if (slot->folded == slot->expected) {
+    sendResults(slot);
+  } else {
+    reduceNext(slot);
+  }
 }
 
-void ReduceComm::finish(const std::shared_ptr<Slot>& slot) {
-  const auto dtype = static_cast<rdDataType_t>(slot->sig.dtype);
-  const auto op = static_cast<rdRedOp_t>(slot->sig.op);
-  const char* result = slot->slice(0);
-  if (slot->expected > 1 && slot->span.elems != 0) {
-    kernels::ReduceArgs args;
-    std::vector<const void*> srcs;
-    if (slot->accumulator >= 0) {
-      // Arrival order: only avg's scaling is left.
-      result = slot->slice(slot->accumulator);
-      srcs.push_back(result);
-      args.avg_divisor = slot->expected;
-    } else {
-      for (uint32_t i = 0; i < slot->expected; ++i) srcs.push_back(slot->slice(i));
-    }
-    args.srcs = srcs.data();
-    args.nsrcs = static_cast<int>(srcs.size());
-    args.dst = const_cast<char*>(result);
-    args.count = slot->span.elems;
-    args.dtype = dtype;
-    args.op = op;
-    bool needed = slot->accumulator < 0 || op == rdAvg;
-    if (needed && kernels::cpu::reduce(args) != rdSuccess) {
-      failOp(slot->sig.seq, rdInternalError, "reduction failed: " + lastError());
-      return;
-    }
-  }
+void ReduceComm::sendResults(const std::shared_ptr<Slot>& slot) {
+  const char* result = slot->slice(slot->result < 0 ? 0 : static_cast<uint32_t>(slot->result));
   const wire::Geometry& g = slot->geometry;
   wire::Header out = slot->sig;
   out.epoch = shape_.epoch;
@@ -301,8 +357,7 @@ void ReduceComm::failOp(uint64_t seq, rdResult_t status, const std::string& reas
     auto slot = it->second;
     ++it;
     removeSlot({slot->sig.seq, slot->sig.chunk});
-    slot->dead = true;
-    slot->releaseIfIdle();
+    dropSlot(slot);
   }
   signatures_.erase(seq);
   wire::Header e = errorHeader(seq, status);
@@ -316,10 +371,7 @@ void ReduceComm::fail(rdResult_t status, const std::string& reason) {
   // a rank that had not posted that operation yet still learns the root cause.
   if (!last_op_failure_.empty()) failure_ += " (after " + last_op_failure_ + ")";
   RD_LOG_INFO("%s", failure_.c_str());
-  for (auto& [key, slot] : slots_) {
-    slot->dead = true;
-    slot->releaseIfIdle();
-  }
+  for (auto& [key, slot] : slots_) dropSlot(slot);
   slots_.clear();
   slots_per_op_.clear();
   signatures_.clear();

@@ -1,7 +1,8 @@
 // One communicator (job) as a reducer sees it: the ranks' connections and a slot per
 // (operation, chunk) that collects the contributions, reduces them and sends the result to every
-// rank that needs it. A slot's memory comes from the BufferPool and returns to it as soon as the
-// result has been sent.
+// rank that needs it (slot.h). Large reductions run on the executor and report back through
+// the transport's progress thread, which owns every other step; small ones run in place (they
+// cost less than waking a thread).
 #pragma once
 
 #include <chrono>
@@ -13,14 +14,17 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/executor.h"
 #include "protocol/chunking.h"
 #include "protocol/wire.h"
 #include "reduction_server/buffer_pool.h"
+#include "reduction_server/slot.h"
 #include "transport/transport.h"
 
 namespace rd::server {
 
-using Clock = std::chrono::steady_clock;
+/** A reduction of at least this many destination bytes runs on the executor. */
+constexpr size_t kOffloadBytes = 256 << 10;
 
 struct RankLink {
   transport::ConnId conn = 0;         // contributions, control and errors; 0 once gone
@@ -29,12 +33,11 @@ struct RankLink {
   std::string address;  // the rank's ring listen address
 };
 
-struct Slot;
-
 class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
  public:
   ReduceComm(const wire::CommShape& shape, uint32_t timeout_ms, uint16_t flags,
-             transport::Transport* transport, BufferPool* pool, std::string reducer_name);
+             transport::Transport* transport, BufferPool* pool, Executor* executor,
+             std::string reducer_name);
   ~ReduceComm();
 
   enum class Outcome { kAccepted, kNeedMemory, kBadFrame };
@@ -87,7 +90,16 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   std::shared_ptr<Slot> createSlot(const wire::Header& h, const wire::Geometry& g,
                                    const wire::ChunkSpan& span, std::string* why, bool* no_memory);
   void onDelivered(const std::shared_ptr<Slot>& slot, uint32_t index, rdResult_t status);
-  void finish(const std::shared_ptr<Slot>& slot);
+  // Queues a contribution that is here for the reduction and starts what can start.
+  void addPending(const std::shared_ptr<Slot>& slot, uint32_t index, const void* bytes,
+                  transport::Payload payload);
+  // Starts the next reduction of @p slot when none runs and one is due.
+  void reduceNext(const std::shared_ptr<Slot>& slot);
+  // A reduction of @p count contributions ended (progress thread).
+  void afterReduce(const std::shared_ptr<Slot>& slot, uint32_t count, rdResult_t status,
+                   const std::string& error);
+  void sendResults(const std::shared_ptr<Slot>& slot);
+  void dropSlot(const std::shared_ptr<Slot>& slot);
   void removeSlot(const Key& key);
   bool checkSignature(const wire::Header& h);
   // Fails operation h.seq: @p first and @p h (two ranks' frames) disagree on its arguments.
@@ -101,6 +113,7 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   uint16_t flags_;
   transport::Transport* transport_;
   BufferPool* pool_;
+  Executor* executor_;
   std::string name_;
   std::vector<RankLink> ranks_;
   std::string failure_;

@@ -26,7 +26,10 @@ std::string printableText(const transport::Payload& p) {
 }  // namespace
 
 ReductionServer::ReductionServer(const ServerOptions& options)
-    : options_(options), pool_(options.memory_limit) {}
+    : options_(options),
+      pool_(options.memory_limit),
+      executor_(options.executor ? options.executor
+                                 : std::make_shared<Executor>(options.reduce_threads)) {}
 
 rdResult_t ReductionServer::start(const ServerOptions& options,
                                   std::unique_ptr<ReductionServer>* out) {
@@ -72,6 +75,10 @@ ReductionServer::~ReductionServer() {
     comms_.clear();
     return rdSuccess;
   });
+  // Reductions still running report back through the transport: let them, and let what they
+  // posted run, before it stops.
+  executor_->drain();
+  transport_->runSync([] { return rdSuccess; });
   transport_->stop();  // messages still arriving reach handlers that use transport_
   transport_.reset();
 }
@@ -210,7 +217,8 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
                           peer.body.algorithm};
     uint32_t timeout =
         std::clamp<uint32_t>(peer.body.timeout_ms, limits::kMinTimeoutMs, limits::kMaxTimeoutMs);
-    comm = std::make_shared<ReduceComm>(shape, timeout, flags, transport_.get(), &pool_, address_);
+    comm = std::make_shared<ReduceComm>(shape, timeout, flags, transport_.get(), &pool_,
+                                        executor_.get(), address_);
     comm->join_deadline = Clock::now() + std::chrono::milliseconds(timeout);
     comms_[h.comm_id] = comm;
     RD_LOG_INFO("reducer %s: comm %016llx: first rank joining (%u ranks, timeout %u ms)",
@@ -223,8 +231,10 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
     } else if (comm->shape().nranks != h.nranks) {
       problem = "rank count " + std::to_string(h.nranks) + " differs from the other ranks' " +
                 std::to_string(comm->shape().nranks);
-    } else if (comm->shape().chunk_bytes != peer.body.chunk_bytes || comm->flags() != flags) {
-      problem = "LIBREDUCE_CHUNK_BYTES or LIBREDUCE_DETERMINISTIC differs from the other ranks'";
+    } else if (comm->shape().max_chunk_bytes != peer.body.chunk_bytes || comm->flags() != flags) {
+      problem =
+          "its largest chunk (LIBREDUCE_CHUNK_BYTES, _WINDOW, _INGRESS_BYTES) or "
+          "LIBREDUCE_DETERMINISTIC differs from the other ranks'";
     } else if (comm->shape().spread != peer.body.spread) {
       problem = "its reducer list has " + std::to_string(peer.body.spread) +
                 " reducers, the other ranks' " + std::to_string(comm->shape().spread);

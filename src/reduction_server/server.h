@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "common/auth.h"
+#include "common/executor.h"
 #include "reduction_server/buffer_pool.h"
 #include "reduction_server/reduce_comm.h"
 #include "transport/transport.h"
@@ -24,6 +25,9 @@ struct ServerOptions {
   std::string secret;                  // job secret; "" = workers must not present one either
   std::string transport = "ucx";       // createTransport's name
   std::shared_ptr<transport::ProgressEngine> engine;  // null = the process's shared one
+  // Runs the large reductions; null: the server makes its own with reduce_threads threads.
+  std::shared_ptr<Executor> executor;
+  int reduce_threads = 2;
 };
 
 struct ServerStats {
@@ -87,6 +91,7 @@ class ReductionServer {
   ServerOptions options_;
   std::string address_;
   BufferPool pool_;
+  std::shared_ptr<Executor> executor_;
   std::unique_ptr<transport::Transport> transport_;
   std::unordered_map<transport::ConnId, Peer> peers_;
   std::unordered_map<uint64_t, std::shared_ptr<ReduceComm>> comms_;

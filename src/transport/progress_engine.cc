@@ -19,10 +19,6 @@
 
 namespace rd::transport {
 
-namespace {
-constexpr auto kTick = std::chrono::milliseconds(100);
-}  // namespace
-
 // Everything the progress thread touches; the thread holds it alive until it returns, so an
 // engine released from its own thread (a callback dropping the last owner) cannot pull the
 // state from under it.
@@ -244,7 +240,7 @@ void ProgressLoop::sleep(Clock::time_point now, Clock::time_point next_tick) {
 }
 
 void ProgressLoop::run() {
-  auto next_tick = Clock::now() + kTick;
+  auto next_tick = Clock::now() + kTickInterval;
   auto last_activity = Clock::now();
   while (!stop_) {
     bool busy = runPosted();
@@ -253,7 +249,7 @@ void ProgressLoop::run() {
     if (progressSources()) busy = true;
     now = Clock::now();
     if (now >= next_tick) {
-      next_tick = now + kTick;
+      next_tick = now + kTickInterval;
       tick(now);
     }
     if (!retirees_.empty()) reapRetirees(now, false);

@@ -26,6 +26,9 @@ namespace rd::transport {
 
 using Clock = std::chrono::steady_clock;
 
+/** How often sources are ticked (EventSource::onTick): the granularity of every timeout. */
+constexpr std::chrono::milliseconds kTickInterval{100};
+
 /** Something the engine drives. Every method runs on the progress thread. */
 class EventSource {
  public:

@@ -34,6 +34,7 @@ class PayloadImpl {
   virtual ~PayloadImpl() = default;
   virtual size_t size() const = 0;
   virtual const void* data() const = 0;
+  virtual bool keepsData() const = 0;
   virtual void receiveInto(void* dst, MemRegion region, Completion done) = 0;
   virtual void discard() = 0;
 };
@@ -53,6 +54,11 @@ class Payload {
   size_t size() const { return impl_ ? impl_->size() : 0; }
   /** The bytes when they are already here (small messages), else nullptr. */
   const void* data() const { return impl_ ? impl_->data() : nullptr; }
+  /**
+   * True when data() stays valid, at the same address, for as long as the payload is held;
+   * otherwise it is valid only until the message handler returns.
+   */
+  bool keepsData() const { return impl_ && impl_->keepsData(); }
   /** Delivers size() bytes into @p dst; @p done runs on the progress thread, maybe inline. */
   void receiveInto(void* dst, Completion done, MemRegion region = nullptr) {
     impl_->receiveInto(dst, region, std::move(done));
@@ -80,6 +86,14 @@ struct Handlers {
   std::function<void()> on_tick;
 };
 
+/**
+ * Which of a transport's lanes a connection uses. Connections on different lanes never share a
+ * socket or UCX endpoint, so bulk data queued on one cannot hold up a small message on the other
+ * (a rendezvous handshake, say). kShared connections to the same peer share one.
+ */
+enum class Lane : uint8_t { kShared = 0, kSeparate = 1 };
+constexpr size_t kLanes = 2;
+
 class Transport {
  public:
   explicit Transport(std::shared_ptr<ProgressEngine> engine) : engine_(std::move(engine)) {}
@@ -90,12 +104,17 @@ class Transport {
   /** Listens on @p host : @p port (0 = any free port); @p address gets "host:port". */
   virtual rdResult_t listen(const std::string& host, uint16_t port, std::string* address) = 0;
 
-  /** Starts connecting to "host:port"; usable at once (sends queue until it is up). */
-  virtual rdResult_t connect(const std::string& address, ConnId* conn) = 0;
+  /** Starts connecting to "host:port" on @p lane; usable at once (sends queue until it is up). */
+  virtual rdResult_t connect(const std::string& address, ConnId* conn, Lane lane) = 0;
+  rdResult_t connect(const std::string& address, ConnId* conn) {
+    return connect(address, conn, Lane::kShared);
+  }
 
   /**
    * Sends @p header (copied) and @p payload (must stay valid until @p done runs) on @p conn.
-   * @p done may be empty; it runs on the progress thread, maybe inline.
+   * @p done may be empty; it runs on the progress thread, maybe inline. Payloads up to
+   * LIBREDUCE_EAGER_BYTES go at once (eagerly), without a rendezvous round trip first: the
+   * receiver holds them until it takes them, so senders bound what they have in flight.
    */
   virtual void send(ConnId conn, const void* header, size_t header_len, const void* payload,
                     size_t payload_len, Completion done, MemRegion region = nullptr) = 0;

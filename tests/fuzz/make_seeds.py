@@ -12,26 +12,25 @@ import struct
 COMM_ID = 0x5EED0000C0FFEE01
 EPOCH = 3
 NRANKS = 4
-CHUNK_BYTES = 4096
+CHUNK_BYTES = 4096  # the frames' chunk size, and the shape's cap
 
 MAGIC = 0x31584452
-VERSION = 3  # wire::kVersion
+VERSION = 4  # wire::kVersion
 HELLO, JOINED, DATA = 1, 5, 7
 ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST = 0, 1, 2, 3
 INT8, FLOAT32 = 0, 7
 SUM = 0
 
-# wire::Header: magic version type coll dtype op flags rank nranks epoch root, 4 bytes of
-# alignment padding before comm_id, then comm_id seq count chunk status payload_bytes
-# (72 bytes, little-endian).
-HEADER = struct.Struct("<IHBBBBHIIII4xQQQIiQ")
+# wire::Header: magic version type coll dtype op flags rank nranks epoch root chunk_bytes
+# comm_id seq count chunk status payload_bytes (72 bytes, little-endian).
+HEADER = struct.Struct("<IHBBBBHIIIIIQQQIiQ")
 assert HEADER.size == 72
 
 
 def header(msg_type, rank, payload, coll=0, dtype=0, op=0, root=0, epoch=EPOCH, seq=1, count=0,
-           chunk=0):
+           chunk=0, chunk_bytes=0):
     return HEADER.pack(MAGIC, VERSION, msg_type, coll, dtype, op, 0, rank, NRANKS, epoch, root,
-                       COMM_ID, seq, count, chunk, 0, len(payload)) + payload
+                       chunk_bytes, COMM_ID, seq, count, chunk, 0, len(payload)) + payload
 
 
 def data(coll, dtype, esize, count, rank, chunk, root=0):
@@ -43,7 +42,7 @@ def data(coll, dtype, esize, count, rank, chunk, root=0):
     elems = max(0, min(chunk_elems, count - start))
     payload = bytes((i * 7) & 0xFF for i in range(elems * esize))
     return header(DATA, rank, payload, coll=coll, dtype=dtype, op=SUM, root=root, count=count,
-                  chunk=chunk)
+                  chunk=chunk, chunk_bytes=CHUNK_BYTES)
 
 
 RS = 1  # rdAlgoReductionServer

@@ -39,8 +39,9 @@ std::vector<uint8_t> copyOf(const uint8_t* data, size_t len) {
 bool sameFields(const Header& a, const Header& b) {
   return a.magic == b.magic && a.version == b.version && a.type == b.type && a.coll == b.coll &&
          a.dtype == b.dtype && a.op == b.op && a.flags == b.flags && a.rank == b.rank &&
-         a.nranks == b.nranks && a.epoch == b.epoch && a.root == b.root && a.comm_id == b.comm_id &&
-         a.seq == b.seq && a.count == b.count && a.chunk == b.chunk && a.status == b.status &&
+         a.nranks == b.nranks && a.epoch == b.epoch && a.root == b.root &&
+         a.chunk_bytes == b.chunk_bytes && a.comm_id == b.comm_id && a.seq == b.seq &&
+         a.count == b.count && a.chunk == b.chunk && a.status == b.status &&
          a.payload_bytes == b.payload_bytes;
 }
 
@@ -62,7 +63,8 @@ void checkFrame(const Header& h) {
           "chunk outside the operation's buffer");
   size_t esize = rdDataTypeSize(static_cast<rdDataType_t>(h.dtype));
   require(h.payload_bytes == span.elems * esize, "payload length differs from the chunk");
-  require(h.payload_bytes <= kShape.chunk_bytes, "payload over the chunk size");
+  require(h.chunk_bytes <= kShape.max_chunk_bytes, "chunk size over the cap accepted");
+  require(h.payload_bytes <= kShape.max_chunk_bytes, "payload over the chunk size");
   // What a reducer does next: size a slot from the validated span.
   std::vector<uint8_t> slot(span.elems * esize);
   require(slot.size() == h.payload_bytes, "slot size");

@@ -103,6 +103,38 @@ TEST(Deterministic, SameBitsWhateverTheArrivalOrder) {
   }
 }
 
+// Chunks big enough that the reducer reduces them on its executor (kOffloadBytes), received
+// both ways (eager: folded from the transport's buffer; rendezvous: into the slot), in arrival
+// order and in rank order, with arrivals reordered: exact results every time.
+TEST(LargeChunks, ReducedOffTheProgressThreadEagerOrNot) {
+  static_assert(server::kOffloadBytes <= (1 << 20));
+  for (bool deterministic : {false, true}) {
+    for (size_t eager_limit : {size_t{8192}, size_t{2} << 20}) {
+      SCOPED_TRACE(std::string(deterministic ? "rank order" : "arrival order") + ", eager up to " +
+                   std::to_string(eager_limit));
+      WorldOptions o;
+      o.ranks = 3;
+      o.reducers = 2;
+      o.chunk_bytes = 1 << 20;
+      o.deterministic = deterministic;
+      World world(o);
+      ASSERT_EQ(world.join(), rdSuccess) << lastError();
+      transport::loopback::Faults f;
+      f.seed = 7;
+      f.max_delay = std::chrono::microseconds(300);
+      f.keep_order = false;
+      f.eager_limit = eager_limit;
+      transport::loopback::Fabric::setFaults(f);
+      // 5 MiB of float32 cut into 8 chunks per reducer of 320 KiB, and avg's single scaling;
+      // 6 MiB of bfloat16 reduce-scattered in 384 KiB chunks.
+      EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, (5 << 18) + 3, rdFloat32, rdSum)));
+      EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, (5 << 18) + 1, rdFloat32, rdAvg)));
+      EXPECT_TRUE(allCorrect(world.run(Collective::kReduceScatter, 1 << 20, rdBfloat16, rdAvg)));
+      transport::loopback::Fabric::setFaults(transport::loopback::Faults{});
+    }
+  }
+}
+
 // A reducer whose memory fits one chunk at a time still serves everything (contributions wait).
 TEST(ReducerMemory, ContributionsWaitForMemoryAndAllComplete) {
   WorldOptions o;

@@ -361,9 +361,9 @@ const BadSpec kBadSpecs[] = {
      kHead + kPools + "libreduce: {LIBREDUCE_WINDOW: 8}\n",
      {"job.yaml:5:13: libreduce.LIBREDUCE_WINDOW:", "by their short name: 'window'"}},
     {"libreduce_out_of_range",
-     kHead + kPools + "libreduce:\n  window: 0\n",
-     {"job.yaml:6:11: libreduce.window: LIBREDUCE_WINDOW=0 is not valid: expected an integer in "
-      "1..64"}},
+     kHead + kPools + "libreduce:\n  window: 65\n",
+     {"job.yaml:6:11: libreduce.window: LIBREDUCE_WINDOW=65 is not valid: expected an integer in "
+      "auto|1..64"}},
     {"libreduce_bad_size",
      kHead + kPools + "libreduce: {chunk_bytes: 1Q}\n",
      {"job.yaml:5:26: libreduce.chunk_bytes: LIBREDUCE_CHUNK_BYTES=1Q is not valid"}},
@@ -454,6 +454,10 @@ TEST(CheckValue, AcceptsWhatTheEnvironmentReadersAccept) {
   EXPECT_EQ(settings::checkValue(Id::kWindow, "64"), rdSuccess);
   EXPECT_EQ(settings::checkValue(Id::kChunkBytes, "64K"), rdSuccess);
   EXPECT_EQ(settings::checkValue(Id::kChunkBytes, "64m"), rdSuccess);
+  // auto (or 0): chosen per operation.
+  EXPECT_EQ(settings::checkValue(Id::kChunkBytes, "auto"), rdSuccess);
+  EXPECT_EQ(settings::checkValue(Id::kWindow, "AUTO"), rdSuccess);
+  EXPECT_EQ(settings::checkValue(Id::kWindow, "0"), rdSuccess);
   EXPECT_EQ(settings::checkValue(Id::kAlgo, "RING"), rdSuccess);  // choices ignore case
   EXPECT_EQ(settings::checkValue(Id::kDeterministic, "1"), rdSuccess);
   EXPECT_EQ(settings::checkValue(Id::kListenHost, "any text at all"), rdSuccess);
@@ -463,7 +467,7 @@ TEST(CheckValue, AcceptsWhatTheEnvironmentReadersAccept) {
 TEST(CheckValue, RejectsWithTheEnvironmentMessages) {
   using settings::Id;
   const std::pair<Id, const char*> bad[] = {
-      {Id::kWindow, "0"},        {Id::kWindow, "65"},       {Id::kWindow, "four"},
+      {Id::kWindow, "-1"},       {Id::kWindow, "65"},       {Id::kWindow, "four"},
       {Id::kWindow, ""},         {Id::kWindow, "4x"},       {Id::kChunkBytes, "1K"},
       {Id::kChunkBytes, "128M"}, {Id::kChunkBytes, "lots"}, {Id::kAlgo, "tree"},
       {Id::kDeterministic, "2"}, {Id::kSpinUs, "-1"}};

@@ -33,7 +33,7 @@ class Side {
  public:
   Side(std::shared_ptr<ProgressEngine> engine, const std::string& secret, const std::string& addr,
        Clock::duration timeout = 10s, size_t max_pending = 256)
-      : engine_(std::move(engine)) {
+      : engine_(std::move(engine)), worker_address_(addr) {
     Config config{"test-" + addr, secret, addr, timeout, max_pending};
     Callbacks cb;
     cb.new_tag = [this] { return ++tags_; };
@@ -69,7 +69,8 @@ class Side {
     return address;
   }
   void connect(const std::string& address, uint64_t conn) {
-    EXPECT_EQ(engine_->runSync([&] { return bootstrap_->connect(conn, 100 + conn, address); }),
+    EXPECT_EQ(engine_->runSync(
+                  [&] { return bootstrap_->connect(conn, 100 + conn, address, worker_address_); }),
               rdSuccess);
   }
   uint64_t refusals() {
@@ -96,6 +97,7 @@ class Side {
     seen.cv.notify_all();
   }
   std::shared_ptr<ProgressEngine> engine_;
+  std::string worker_address_;  // what this side hands out, as a connector too
   std::unique_ptr<Bootstrap> bootstrap_;
   uint64_t tags_ = 0;
 };

@@ -106,34 +106,6 @@ TEST(ChunkGeometry, RoundsChunkBytesDownToWholeElements) {
   EXPECT_EQ(makeGeometry(Coll::kAllReduce, 100, 1, 0, 0, 8).chunk_elems, 1u);
 }
 
-TEST(ChunkGeometry, SmallBuffersAreSpreadOverEveryReducer) {
-  // 1 MiB of float32 with 1 MiB chunks and 8 reducers: kSpreadDepth = 4 chunks of 32 KiB per
-  // reducer, not 1 chunk of 1 MiB for one reducer.
-  static_assert(kSpreadDepth == 4);
-  Geometry g = makeGeometry(Coll::kAllReduce, 1 << 18, 4, 0, 1 << 20, 4, 8);
-  EXPECT_EQ(g.chunk_elems, 1u << 13);
-  EXPECT_EQ(g.nchunks, 32u);
-  // Never below kMinSpreadChunkBytes: 6 KiB make 2 chunks (4 KiB + 2 KiB), not 32.
-  EXPECT_EQ(makeGeometry(Coll::kBroadcast, 1536, 4, 0, 1 << 20, 4, 8).nchunks, 2u);
-  // Big buffers keep chunk_bytes; reduce-scatter / all-gather parts are not spread further.
-  EXPECT_EQ(makeGeometry(Coll::kAllReduce, 1 << 24, 4, 0, 1 << 20, 4, 8).chunk_elems, 1u << 18);
-  EXPECT_EQ(makeGeometry(Coll::kReduceScatter, 1 << 18, 4, 0, 1 << 20, 4, 8).nchunks, 4u);
-  // Every spread still covers the buffer exactly once.
-  for (uint32_t spread : {1u, 2u, 3u, 8u, 64u}) {
-    for (uint64_t count : {1ull, 1000ull, 4097ull, (1ull << 20) + 3}) {
-      Geometry sg = makeGeometry(Coll::kAllReduce, count, 2, 0, 1 << 20, 2, spread);
-      uint64_t covered = 0;
-      for (uint64_t k = 0; k < sg.nchunks; ++k) {
-        ChunkSpan s = chunkSpan(sg, k);
-        ASSERT_EQ(s.offset, covered) << spread << " " << count << " " << k;
-        ASSERT_GT(s.elems, 0u);
-        covered += s.elems;
-      }
-      ASSERT_EQ(covered, count) << spread;
-    }
-  }
-}
-
 TEST(ChunkRoles, AllReduceEveryRankContributesAndReceives) {
   Geometry g = makeGeometry(Coll::kAllReduce, 10000, 4, 0, 4096, 4);
   EXPECT_EQ(contributorCount(g), 4u);

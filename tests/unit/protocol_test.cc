@@ -88,7 +88,7 @@ TEST(WireHeader, HasNoPadding) {
   Header h;
   size_t fields = sizeof h.magic + sizeof h.version + sizeof h.type + sizeof h.coll +
                   sizeof h.dtype + sizeof h.op + sizeof h.flags + sizeof h.rank + sizeof h.nranks +
-                  sizeof h.epoch + sizeof h.root + sizeof h.reserved + sizeof h.comm_id +
+                  sizeof h.epoch + sizeof h.root + sizeof h.chunk_bytes + sizeof h.comm_id +
                   sizeof h.seq + sizeof h.count + sizeof h.chunk + sizeof h.status +
                   sizeof h.payload_bytes;
   EXPECT_EQ(fields, sizeof(Header));
@@ -520,6 +520,7 @@ Header frame(Coll coll, uint64_t count, uint32_t rank, uint32_t chunk, uint64_t 
   h.op = rdSum;
   h.count = count;
   h.chunk = chunk;
+  h.chunk_bytes = static_cast<uint32_t>(kShape.max_chunk_bytes);
   h.payload_bytes = payload;
   return h;
 }
@@ -576,19 +577,23 @@ TEST(DataFrame, AcceptsEachCollective) {
   EXPECT_TRUE(frameAccepted(frame(Coll::kAllReduce, 0, 0, 0, 0), 0));
 }
 
-TEST(DataFrame, ChunkRangeFollowsTheSpreadTheRanksJoinedWith) {
-  // 4096 float32 = 16 KiB; 1 MiB chunks spread over 4 reducers: 4 chunks of 4 KiB (the
-  // smallest spread chunk), over 1: a single chunk.
-  CommShape spread4{kCommId, kEpoch, kRanks, 1 << 20, 4};
-  CommShape spread1{kCommId, kEpoch, kRanks, 1 << 20, 1};
-  Header h = frame(Coll::kAllReduce, 4096, 1, 3, 4096);
+TEST(DataFrame, ChunkSizeComesFromTheFrameWithinTheCap) {
+  // 4096 float32 in 1 KiB chunks (the operation's choice, under the 4 KiB cap): chunk 3 of 16.
+  Header h = frame(Coll::kAllReduce, 4096, 1, 3, 1024);
+  h.chunk_bytes = 1024;
   Geometry g;
   ChunkSpan s;
   std::string why;
-  EXPECT_EQ(checkDataFrame(h, spread4, 1, &g, &s, &why), rdSuccess) << why;
-  EXPECT_EQ(s.offset, 3072u);
-  EXPECT_EQ(checkDataFrame(h, spread1, 1, &g, &s, &why), rdProtocolError);
-  EXPECT_NE(why.find("out of range"), std::string::npos) << why;
+  ASSERT_EQ(checkDataFrame(h, kShape, 1, &g, &s, &why), rdSuccess) << why;
+  EXPECT_EQ(g.nchunks, 16u);
+  EXPECT_EQ(s.offset, 768u);
+  // Over the cap the ranks joined with, or under one element: refused before any geometry.
+  h.chunk_bytes = 8192;
+  EXPECT_TRUE(frameRejected(h, 1, "chunk size 8192 out of range"));
+  h.chunk_bytes = 3;
+  EXPECT_TRUE(frameRejected(h, 1, "chunk size 3 out of range"));
+  h.chunk_bytes = 0;
+  EXPECT_TRUE(frameRejected(h, 1, "chunk size 0 out of range"));
 }
 
 TEST(DataFrame, RejectsWrongCommunicator) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "collectives/pipeline.h"
 #include "common/dtype.h"
 #include "protocol/chunking.h"
 
@@ -38,6 +39,7 @@ class ReducerOp final : public Operation {
   size_t esize_ = 0;
   wire::Coll coll_ = wire::Coll::kAllReduce;
   wire::Geometry g_;
+  Pipeline pipeline_;
   uint32_t nreducers_ = 0;
   std::vector<std::deque<uint32_t>> queue_;  // chunks still to send, per reducer
   std::vector<uint32_t> in_flight_;          // chunks sent and not answered, per reducer
@@ -77,8 +79,11 @@ void ReducerOp::start() {
   esize_ = dtypeSize(desc_.dtype);
   coll_ = wireColl(desc_.coll);
   nreducers_ = comm_->dataReducers();
-  g_ = wire::makeGeometry(coll_, desc_.count, cfg.nranks, desc_.root, cfg.chunk_bytes, esize_,
-                          nreducers_);
+  const bool per_rank = coll_ == wire::Coll::kReduceScatter || coll_ == wire::Coll::kAllGather;
+  const uint64_t buffer_bytes = desc_.count * esize_ * (per_rank ? cfg.nranks : 1);
+  pipeline_ = reductionServerPipeline(cfg, buffer_bytes, esize_);
+  g_ =
+      wire::makeGeometry(coll_, desc_.count, cfg.nranks, desc_.root, pipeline_.chunk_bytes, esize_);
   if (g_.nchunks > UINT32_MAX) {
     fail(rdInvalidArgument, "operation of " + std::to_string(desc_.count) +
                                 " elements needs too many chunks; raise LIBREDUCE_CHUNK_BYTES");
@@ -114,7 +119,7 @@ void ReducerOp::pump(uint32_t m) {
   auto& link = comm_->reducers()[m];
   if (pumping_[m] != 0) return;  // the loop below sees the freed slot
   pumping_[m] = 1;
-  while (!completed_ && in_flight_[m] < comm_->config().window && posted_[m] < kMaxPosted &&
+  while (!completed_ && in_flight_[m] < pipeline_.window && posted_[m] < kMaxPosted &&
          !queue_[m].empty()) {
     uint32_t k = queue_[m].front();
     queue_[m].pop_front();
@@ -125,6 +130,7 @@ void ReducerOp::pump(uint32_t m) {
     h.op = static_cast<uint8_t>(desc_.op);
     h.count = desc_.count;
     h.root = desc_.root;
+    h.chunk_bytes = static_cast<uint32_t>(pipeline_.chunk_bytes);
     h.seq = seq_;
     h.chunk = k;
     h.payload_bytes = span.elems * esize_;
@@ -206,7 +212,8 @@ void ReducerOp::onMessage(transport::ConnId conn, const wire::Header& h,
 bool ReducerOp::sameArguments(const wire::Header& h) const {
   bool reduces = coll_ == wire::Coll::kAllReduce || coll_ == wire::Coll::kReduceScatter;
   return h.coll == static_cast<uint8_t>(coll_) && h.dtype == static_cast<uint8_t>(desc_.dtype) &&
-         h.count == desc_.count && (!reduces || h.op == static_cast<uint8_t>(desc_.op)) &&
+         h.count == desc_.count && h.chunk_bytes == pipeline_.chunk_bytes &&
+         (!reduces || h.op == static_cast<uint8_t>(desc_.op)) &&
          (coll_ != wire::Coll::kBroadcast || h.root == desc_.root);
 }
 
@@ -245,10 +252,12 @@ void ReducerOp::onTick(Clock::time_point now) {
                                          " stopped landing in operation " + std::to_string(seq_));
     return;
   }
-  // Reducers diagnose a missing rank after `timeout`; wait half as long again for their word.
-  if (completed_ || now - last_progress_ < std::chrono::milliseconds(timeout + timeout / 2)) {
-    return;
-  }
+  // Reducers diagnose a missing rank after `timeout`; wait half as long again for their word,
+  // and at least a few ticks: both sides only look at their clocks once a tick.
+  const auto grace = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(timeout / 2),
+                                                         3 * transport::kTickInterval);
+  const auto silence = std::chrono::milliseconds(timeout) + grace;
+  if (completed_ || now - last_progress_ < silence) return;
   std::vector<uint8_t> silent(nreducers_, 0);
   for (uint64_t k = 0; k < g_.nchunks; ++k) {
     if (answered_[k] == 0 && (wire::contributes(g_, k, comm_->config().rank) ||
@@ -261,7 +270,7 @@ void ReducerOp::onTick(Clock::time_point now) {
     if (silent[m] != 0) names += (names.empty() ? "" : ", ") + comm_->reducerName(m);
   }
   comm_->failAll(rdTimeout, "operation " + std::to_string(seq_) + ": no answer from " + names +
-                                " within " + std::to_string(timeout + timeout / 2) + " ms");
+                                " within " + std::to_string(silence.count()) + " ms");
 }
 
 }  // namespace

@@ -1,13 +1,14 @@
 // The ring algorithm ("ring"): all-reduce between the workers, over the same transport: the
 // baseline every figure is compared with, and the algorithm when no reducers are given. The buffer
 // is cut into nranks segments; 2(n-1) steps (reduce-scatter, then all-gather) each pass one segment
-// to the next rank. Segments are sent in pieces of chunk_bytes, and each piece is forwarded as soon
+// to the next rank. Segments are sent in pieces (pipeline.h), and each piece is forwarded as soon
 // as it arrives, so the steps overlap like a pipeline.
 #include <cstring>
 #include <deque>
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "collectives/pipeline.h"
 #include "common/dtype.h"
 #include "cpu/cpu_reduce.h"
 
@@ -82,7 +83,7 @@ class RingOp final : public Operation {
 
 void RingOp::start() {
   esize_ = dtypeSize(desc_.dtype);
-  piece_elems_ = std::max<uint64_t>(1, comm_->config().chunk_bytes / esize_);
+  piece_elems_ = std::max<uint64_t>(1, ringPieceBytes(comm_->config()) / esize_);
   if (desc_.send != desc_.recv && desc_.count != 0) {
     std::memcpy(desc_.recv, desc_.send, desc_.count * esize_);
   }

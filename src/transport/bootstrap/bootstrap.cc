@@ -86,7 +86,8 @@ rdResult_t Bootstrap::listen(const std::string& host, uint16_t port, std::string
   return rdSuccess;
 }
 
-rdResult_t Bootstrap::connect(uint64_t conn, uint64_t tag, const std::string& address) {
+rdResult_t Bootstrap::connect(uint64_t conn, uint64_t tag, const std::string& address,
+                              const std::string& worker_address) {
   std::string host;
   uint16_t port = 0;
   RD_CHECK(splitAddress(address, &host, &port));
@@ -101,7 +102,7 @@ rdResult_t Bootstrap::connect(uint64_t conn, uint64_t tag, const std::string& ad
   p->tag = tag;
   p->peer = address;
   p->handshake = std::make_unique<Handshake>(Handshake::Side::kConnector, config_.secret,
-                                             Endpoint{tag, config_.worker_address});
+                                             Endpoint{tag, worker_address});
   p->out = p->handshake->takeOutput();
   p->deadline = Clock::now() + config_.timeout;
   int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);

@@ -24,9 +24,9 @@
 namespace rd::transport::bootstrap {
 
 struct Config {
-  std::string name;                                    // for logs
-  std::string secret;                                  // both sides prove it
-  std::string worker_address;                          // what authenticated peers get
+  std::string name;            // for logs
+  std::string secret;          // both sides prove it
+  std::string worker_address;  // what peers that authenticated on a listener get
   Clock::duration timeout = std::chrono::seconds(10);  // for a whole handshake
   size_t max_pending = 256;  // unauthenticated connections a listener holds
 };
@@ -57,9 +57,11 @@ class Bootstrap final : public EventSource {
 
   /**
    * Starts a handshake with the listener at "host:port" for the owner's connection @p conn,
-   * giving it @p tag; connected or connect_failed follows (never inline).
+   * giving it @p tag and, once it proved the secret, @p worker_address; connected or
+   * connect_failed follows (never inline).
    */
-  rdResult_t connect(uint64_t conn, uint64_t tag, const std::string& address);
+  rdResult_t connect(uint64_t conn, uint64_t tag, const std::string& address,
+                     const std::string& worker_address);
 
   /** Drops the handshake of @p conn, if one is running; no callback follows. */
   void cancel(uint64_t conn);

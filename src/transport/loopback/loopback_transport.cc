@@ -20,6 +20,7 @@ class LoopbackPayload final : public PayloadImpl {
 
   size_t size() const override { return eager_ ? eager_->size() : rndv_ ? rndv_->len : 0; }
   const void* data() const override { return done_ || !eager_ ? nullptr : eager_->data(); }
+  bool keepsData() const override { return data() != nullptr; }
 
   void receiveInto(void* dst, MemRegion /*region*/, Completion done) override {
     if (done_) {
@@ -121,7 +122,7 @@ rdResult_t LoopbackTransport::listen(const std::string& host, uint16_t port, std
   return rdSuccess;
 }
 
-rdResult_t LoopbackTransport::connect(const std::string& address, ConnId* conn) {
+rdResult_t LoopbackTransport::connect(const std::string& address, ConnId* conn, Lane /*lane*/) {
   std::string host;
   uint16_t port = 0;
   RD_CHECK(splitAddress(address, &host, &port));

@@ -28,7 +28,8 @@ class LoopbackTransport final : public Transport, public EventSource {
   rdResult_t start();
 
   rdResult_t listen(const std::string& host, uint16_t port, std::string* address) override;
-  rdResult_t connect(const std::string& address, ConnId* conn) override;
+  rdResult_t connect(const std::string& address, ConnId* conn, Lane lane) override;
+  using Transport::connect;
   void send(ConnId conn, const void* header, size_t header_len, const void* payload,
             size_t payload_len, Completion done, MemRegion region) override;
   void close(ConnId conn) override;

@@ -29,6 +29,11 @@ const void* UcxPayload::data() const {
   return msg_->rendezvous || msg_->done ? nullptr : msg_->data;
 }
 
+bool UcxPayload::keepsData() const {
+  // UCX's persistent eager bytes stay put; others are copied when the callback returns.
+  return data() != nullptr && (msg_->ucx_owned || msg_->copy);
+}
+
 void UcxPayload::receiveInto(void* dst, MemRegion region, Completion done) {
   UcxMessage& m = *msg_;
   if (m.done) {

@@ -33,6 +33,7 @@ class UcxPayload final : public PayloadImpl {
   ~UcxPayload() override;
   size_t size() const override { return msg_->len; }
   const void* data() const override;
+  bool keepsData() const override;
   void receiveInto(void* dst, MemRegion region, Completion done) override;
   void discard() override;
 

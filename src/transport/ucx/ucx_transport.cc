@@ -36,7 +36,7 @@ ucs_status_t amCallback(void* arg, const void* header, size_t header_len, void* 
                         const ucp_am_recv_param_t* param) {
   UcxTransport* owner = ownerOf(arg);
   if (owner == nullptr) return UCS_OK;  // stopped: UCX drops the message
-  return owner->onAm(header, header_len, data, len, param);
+  return owner->onAm(static_cast<UcxWorker*>(arg), header, header_len, data, len, param);
 }
 
 ucs_status_t closeNoticeCallback(void* arg, const void* header, size_t header_len, void*, size_t,
@@ -75,19 +75,20 @@ UcxTransport::UcxTransport(std::shared_ptr<ProgressEngine> engine, Options optio
 
 rdResult_t UcxTransport::start() {
   int64_t timeout_ms = 0, max_pending = 0;
+  uint64_t eager = 0;
   RD_CHECK(settings::readInt(settings::Id::kBootstrapTimeoutMs, &timeout_ms));
   RD_CHECK(settings::readInt(settings::Id::kBootstrapPending, &max_pending));
+  RD_CHECK(settings::readSize(settings::Id::kEagerBytes, &eager));
+  eager_bytes_ = eager;
   return runSync([&] {
-    RD_CHECK(UcxWorker::create(engine_.get(), netDevicesFor(options_.local_host), &worker_));
-    rdResult_t st = setAmHandler(worker_->handle(), kAmId, &amCallback, worker_.get());
-    if (st == rdSuccess)
-      st = setAmHandler(worker_->handle(), kCloseAmId, &closeNoticeCallback, worker_.get());
+    std::unique_ptr<UcxWorker> worker;
+    RD_CHECK(UcxWorker::create(engine_.get(), netDevicesFor(options_.local_host), &worker));
     bootstrap::Config config;
     config.name = options_.name;
     config.secret = options_.secret;
     config.timeout = std::chrono::milliseconds(timeout_ms);
     config.max_pending = static_cast<size_t>(max_pending);
-    if (st == rdSuccess) st = worker_->address(&config.worker_address);
+    RD_CHECK(worker->address(&config.worker_address));
     bootstrap::Callbacks callbacks;
     callbacks.new_tag = [this] { return newTag(); };
     callbacks.accepted = [this](uint64_t tag, const bootstrap::Endpoint& peer,
@@ -99,18 +100,37 @@ rdResult_t UcxTransport::start() {
       failConn(conn, status, "cannot connect to " + why);
     };
     bootstrap_ = std::make_unique<bootstrap::Bootstrap>(std::move(config), std::move(callbacks));
-    if (st == rdSuccess) st = bootstrap_->start();
+    rdResult_t st = bootstrap_->start();
+    if (st == rdSuccess) st = startWorker(worker.get());
     if (st != rdSuccess) {
       bootstrap_.reset();
-      worker_.reset();
       return st;
     }
-    context_ = worker_->context();
-    worker_->setOwner(this);
-    engine_->addSource(worker_.get());
+    context_ = worker->context();
+    lanes_[0] = std::move(worker);
     engine_->addSource(bootstrap_.get());
     return rdSuccess;
   });
+}
+
+rdResult_t UcxTransport::startWorker(UcxWorker* worker) {
+  RD_CHECK(setAmHandler(worker->handle(), kAmId, &amCallback, worker));
+  RD_CHECK(setAmHandler(worker->handle(), kCloseAmId, &closeNoticeCallback, worker));
+  worker->setOwner(this);
+  engine_->addSource(worker);
+  return rdSuccess;
+}
+
+UcxWorker* UcxTransport::laneWorker(Lane lane) {
+  auto& slot = lanes_[static_cast<size_t>(lane)];
+  if (slot || stopped_) return slot.get();
+  std::unique_ptr<UcxWorker> worker;
+  if (UcxWorker::create(engine_.get(), netDevicesFor(options_.local_host), &worker) != rdSuccess ||
+      startWorker(worker.get()) != rdSuccess) {
+    return nullptr;
+  }
+  slot = std::move(worker);
+  return slot.get();
 }
 
 UcxTransport::~UcxTransport() {
@@ -125,7 +145,9 @@ void UcxTransport::stop() {
 }
 
 void UcxTransport::stopOnThread() {
-  if (!worker_) return;
+  if (stopped_) return;
+  stopped_ = true;
+  if (!lanes_[0]) return;  // never started
   engine_->removeSource(bootstrap_.get());
   bootstrap_.reset();  // handshakes still running end here, unreported
   // Peers hear that each connection closed, after what was already sent on it.
@@ -134,7 +156,9 @@ void UcxTransport::stopOnThread() {
   }
   // First nothing reaches the owner any more: a forced close completes what it purges at once,
   // and those completions must not call back into this transport.
-  worker_->detach();
+  for (auto& worker : lanes_) {
+    if (worker) worker->detach();
+  }
   std::unordered_map<std::string, Link> links = std::move(links_);
   conns_.clear();
   by_tag_.clear();
@@ -142,28 +166,31 @@ void UcxTransport::stopOnThread() {
   link_by_ep_.clear();
   auto deadline = Clock::now() + kCloseGrace;
   // Healthy peers get what is still queued for them; failed links were already dropped.
-  for (auto& [key, link] : links) worker_->closeEndpoint(link.ep, false, deadline);
-  // Transfers still running read or write the owner's buffers, which it frees once this
-  // returns: they finish (bounded), or their endpoints are force-closed, which purges them.
-  worker_->drainRequests(deadline);
-  if (worker_->requestsInFlight()) {
-    worker_->forceCloseAll();
-    worker_->drainRequests(Clock::now() + std::chrono::milliseconds(100));
+  for (auto& [key, link] : links) link.worker->closeEndpoint(link.ep, false, deadline);
+  for (auto& worker : lanes_) {
+    if (!worker) continue;
+    // Transfers still running read or write the owner's buffers, which it frees once this
+    // returns: they finish (bounded), or their endpoints are force-closed, which purges them.
+    worker->drainRequests(deadline);
+    if (worker->requestsInFlight()) {
+      worker->forceCloseAll();
+      worker->drainRequests(Clock::now() + std::chrono::milliseconds(100));
+    }
+    if (worker->requestsInFlight()) {
+      RD_LOG_WARN("%s: transfers still running after their endpoints were closed",
+                  options_.name.c_str());
+    }
+    // Only closes are left: the engine finishes them and then destroys the worker.
+    engine_->retire(std::move(worker), deadline);
   }
-  if (worker_->requestsInFlight()) {
-    RD_LOG_WARN("%s: transfers still running after their endpoints were closed",
-                options_.name.c_str());
-  }
-  // Only closes are left: the engine finishes them and then destroys the worker.
-  engine_->retire(std::move(worker_), deadline);
 }
 
-ucp_ep_params_t UcxTransport::epParams() {
+ucp_ep_params_t UcxTransport::epParams(UcxWorker* worker) {
   ucp_ep_params_t p{};
   p.field_mask = UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
   p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   p.err_handler.cb = &epErrorCallback;
-  p.err_handler.arg = worker_.get();
+  p.err_handler.arg = worker;
   return p;
 }
 
@@ -186,32 +213,41 @@ ConnId UcxTransport::addConn(std::string peer, uint64_t tag) {
 }
 
 rdResult_t UcxTransport::linkTo(const std::string& worker_address, ConnId conn) {
-  auto it = links_.find(worker_address);
+  Conn& c = conns_[conn];
+  UcxWorker* worker = laneWorker(c.lane);
+  if (worker == nullptr) return setError(rdConnectionError, "transport stopped");
+  std::string key = std::to_string(static_cast<int>(c.lane)) + ":" + worker_address;
+  auto it = links_.find(key);
   if (it == links_.end()) {
-    ucp_ep_params_t p = epParams();
+    ucp_ep_params_t p = epParams(worker);
     p.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     p.address = reinterpret_cast<const ucp_address_t*>(worker_address.data());
     ucp_ep_h ep = nullptr;
-    ucs_status_t st = ucp_ep_create(worker_->handle(), &p, &ep);
+    ucs_status_t st = ucp_ep_create(worker->handle(), &p, &ep);
     if (st != UCS_OK) return ucxError(st, "ucp_ep_create");
-    it = links_.emplace(worker_address, Link{ep, {}}).first;
-    link_by_ep_[ep] = worker_address;
+    it = links_.emplace(key, Link{ep, worker, {}}).first;
+    link_by_ep_[ep] = key;
   }
   it->second.conns.insert(conn);
-  conns_[conn].link = worker_address;
+  c.link = key;
   return rdSuccess;
 }
 
 rdResult_t UcxTransport::listen(const std::string& host, uint16_t port, std::string* address) {
-  if (!worker_) return setError(rdInvalidUsage, "transport stopped");
+  if (stopped_) return setError(rdInvalidUsage, "transport stopped");
   return bootstrap_->listen(host, port, address);
 }
 
-rdResult_t UcxTransport::connect(const std::string& address, ConnId* conn) {
-  if (!worker_) return setError(rdInvalidUsage, "transport stopped");
+rdResult_t UcxTransport::connect(const std::string& address, ConnId* conn, Lane lane) {
+  if (stopped_) return setError(rdInvalidUsage, "transport stopped");
+  UcxWorker* worker = laneWorker(lane);
+  if (worker == nullptr) return rdConnectionError;  // the lane's worker said why
+  std::string worker_address;
+  RD_CHECK(worker->address(&worker_address));
   uint64_t tag = newTag();
   ConnId id = addConn(address, tag);
-  rdResult_t st = bootstrap_->connect(id, tag, address);
+  conns_[id].lane = lane;
+  rdResult_t st = bootstrap_->connect(id, tag, address, worker_address);
   if (st != rdSuccess) {
     forget(id);
     return st;
@@ -270,10 +306,11 @@ void UcxTransport::onEpError(ucp_ep_h ep, ucs_status_t status) {
   link_by_ep_.erase(it);
   if (link == links_.end()) return;
   std::unordered_set<ConnId> conns = std::move(link->second.conns);
+  UcxWorker* worker = link->second.worker;
   links_.erase(link);
   // The endpoint cannot flush; closed outside the UCX callback.
-  engine_->defer([this, ep] {
-    if (worker_) worker_->closeEndpoint(ep, true, Clock::now());
+  engine_->defer([this, worker, ep] {
+    if (!stopped_) worker->closeEndpoint(ep, true, Clock::now());
   });
   for (ConnId id : conns) {
     auto c = conns_.find(id);
@@ -297,10 +334,10 @@ void UcxTransport::onTick() {
   if (handlers_.on_tick) handlers_.on_tick();
 }
 
-ucs_status_t UcxTransport::onAm(const void* header, size_t header_len, void* data, size_t len,
-                                const ucp_am_recv_param_t* param) {
+ucs_status_t UcxTransport::onAm(UcxWorker* worker, const void* header, size_t header_len,
+                                void* data, size_t len, const ucp_am_recv_param_t* param) {
   auto msg = std::make_shared<UcxMessage>();
-  msg->worker = worker_->ref();
+  msg->worker = worker->ref();
   msg->data = data;
   msg->len = len;
   msg->rendezvous = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
@@ -331,7 +368,7 @@ std::string UcxTransport::taggedHeader(uint64_t tag, const void* header, size_t 
 void UcxTransport::send(ConnId conn, const void* header, size_t header_len, const void* payload,
                         size_t payload_len, Completion done, MemRegion region) {
   auto it = conns_.find(conn);
-  if (!worker_ || it == conns_.end() || it->second.failed || it->second.closing) {
+  if (stopped_ || it == conns_.end() || it->second.failed || it->second.closing) {
     if (done) done(rdConnectionError);
     return;
   }
@@ -341,8 +378,8 @@ void UcxTransport::send(ConnId conn, const void* header, size_t header_len, cons
                                   payload, payload_len, std::move(done), region});
     return;
   }
-  RequestContext* ctx =
-      worker_->newRequest(taggedHeader(c.remote_tag, header, header_len), std::move(done));
+  RequestContext* ctx = links_.at(c.link).worker->newRequest(
+      taggedHeader(c.remote_tag, header, header_len), std::move(done));
   if (engine_->inSourceProgress()) {
     engine_->defer([this, conn, ctx, payload, payload_len, region] {
       startSend(conn, ctx, payload, payload_len, region);
@@ -368,6 +405,12 @@ void UcxTransport::startSend(ConnId conn, RequestContext* ctx, const void* paylo
     param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
     param.memh = static_cast<ucp_mem_h>(region);
   }
+  // Eager: the payload goes at once instead of after a rendezvous round trip, which would wait
+  // in every queue on the way (the senders' flow control bounds what the receiver holds).
+  if (payload_len != 0 && payload_len <= eager_bytes_) {
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_AM_SEND_FLAG_EAGER;
+  }
   ucs_status_ptr_t req = ucp_am_send_nbx(link->second.ep, kAmId, ctx->header.data(),
                                          ctx->header.size(), payload, payload_len, &param);
   if (UCS_PTR_IS_PTR(req)) return;
@@ -377,7 +420,7 @@ void UcxTransport::startSend(ConnId conn, RequestContext* ctx, const void* paylo
 void UcxTransport::sendCloseNotice(const Conn& conn) {
   auto link = links_.find(conn.link);
   if (link == links_.end()) return;
-  RequestContext* ctx = worker_->newRequest(
+  RequestContext* ctx = link->second.worker->newRequest(
       std::string(reinterpret_cast<const char*>(&conn.remote_tag), kTagBytes), nullptr);
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -401,7 +444,7 @@ void UcxTransport::close(ConnId conn) {
 
 void UcxTransport::closeNow(ConnId conn) {
   auto it = conns_.find(conn);
-  if (it == conns_.end() || !worker_) return;
+  if (it == conns_.end() || stopped_) return;
   // The peer hears of it after what was sent before (one endpoint keeps the order); the link
   // stays for the other connections between the two transports.
   if (!it->second.failed && !it->second.link.empty()) sendCloseNotice(it->second);

@@ -1,0 +1,62 @@
+// How an operation is pipelined through the reducers: its chunk size and how many chunks each
+// rank keeps in flight per reducer, chosen per operation from its size, the ranks and the
+// reducers (explicit LIBREDUCE_CHUNK_BYTES / LIBREDUCE_WINDOW win).
+//
+// Why these choices (measured on the emulated cluster, bench/results):
+//   - A reducer answers a chunk only once every rank's copy of it is in, so an operation pays a
+//     fill and a drain of about one chunk per reducer. With D chunks per reducer that costs
+//     about 2/D of the operation: buffers are cut into at least kDepth chunks per reducer.
+//   - n ranks send to each reducer at once. Everything they keep in flight queues at the
+//     reducer's link (incast): past the link's queue, packets drop and TCP backs off. Each rank
+//     keeps window x chunk <= LIBREDUCE_INGRESS_BYTES / n in flight per reducer.
+//   - A window of 4 chunks covers a chunk's round trip (its send, the other ranks' copies, its
+//     result) with one to spare; more only lengthens the queues.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rd::coll {
+
+struct CommConfig;
+
+struct Pipeline {
+  uint64_t chunk_bytes = 0;  // goes in every frame of the operation (wire::Header::chunk_bytes)
+  uint32_t window = 0;       // chunks in flight per reducer
+};
+
+/** Chunks per reducer a buffer is cut into at least (the fill / drain argument above). */
+constexpr uint32_t kDepth = 8;
+/** Window when LIBREDUCE_WINDOW is auto. */
+constexpr uint32_t kAutoWindow = 4;
+/** Largest chunk an auto-sized operation uses. */
+constexpr uint64_t kAutoMaxChunkBytes = 1ull << 20;
+/**
+ * Smallest chunk a buffer is cut into for depth: below it a message costs more (in wake-ups
+ * and headers) than the pipelining saves. A buffer under kMinCutChunkBytes per reducer is
+ * still cut into one chunk per reducer, down to kMinChunkPartBytes, so that a small operation
+ * uses every reducer's link rather than one.
+ */
+constexpr uint64_t kMinCutChunkBytes = 4096;
+constexpr uint64_t kMinChunkPartBytes = 256;
+
+/**
+ * Chunk size and window for an operation moving @p buffer_bytes per rank (the whole buffer:
+ * all-reduce and broadcast count x element, reduce-scatter and all-gather count x element x
+ * ranks) through @p config's reducers. The chunk is a whole number of @p elem_size elements.
+ */
+Pipeline reductionServerPipeline(const CommConfig& config, uint64_t buffer_bytes, size_t elem_size);
+
+/**
+ * The largest chunk any operation of @p config uses: what a rank announces at join and each
+ * reducer sizes its memory check by.
+ */
+uint64_t maxChunkBytes(const CommConfig& config);
+
+/** Bytes per piece of a ring all-reduce (LIBREDUCE_CHUNK_BYTES, or 1 MiB when auto). */
+uint64_t ringPieceBytes(const CommConfig& config);
+
+/** Chunks in flight per reducer or ring neighbour (the ring's staging buffers: twice this). */
+uint32_t effectiveWindow(const CommConfig& config);
+
+}  // namespace rd::coll
