@@ -44,7 +44,7 @@ Pipeline reductionServerPipeline(const CommConfig& config, uint64_t buffer_bytes
   p.window = effectiveWindow(config);
   const uint64_t per_reducer = ceilDiv(buffer_bytes, reducers);
   const uint64_t cut = std::max(
-      {ceilDiv(per_reducer, kDepth), std::min(per_reducer, kMinCutChunkBytes), kMinChunkPartBytes});
+      {ceilDiv(per_reducer, kDepth), std::min(per_reducer, kMinCutChunkBytes), kMinPartBytes});
   uint64_t chunk = std::min(maxChunkBytes(config), cut);
   p.chunk_bytes = std::max<uint64_t>(elem_size, chunk / elem_size * elem_size);
   return p;

@@ -32,13 +32,15 @@ constexpr uint32_t kAutoWindow = 4;
 /** Largest chunk an auto-sized operation uses. */
 constexpr uint64_t kAutoMaxChunkBytes = 1ull << 20;
 /**
- * Smallest chunk a buffer is cut into for depth: below it a message costs more (in wake-ups
- * and headers) than the pipelining saves. A buffer under kMinCutChunkBytes per reducer is
- * still cut into one chunk per reducer, down to kMinChunkPartBytes, so that a small operation
- * uses every reducer's link rather than one.
+ * Smallest chunk a buffer is cut into for depth, and smallest part of a small buffer given to
+ * a reducer: a chunk costs each process it passes through a message (about 10 us of CPU on
+ * the benchmark machine: syscalls and a wake-up), which below these sizes outweighs what the
+ * pipelining or the extra reducer's link saves (bench/results: 4 KiB at 8 ranks took 1.4 ms as
+ * 8 chunks of 512 B, 0.5 ms as one chunk). A buffer under kMinCutChunkBytes per reducer goes to
+ * as many reducers as get kMinPartBytes each.
  */
-constexpr uint64_t kMinCutChunkBytes = 4096;
-constexpr uint64_t kMinChunkPartBytes = 256;
+constexpr uint64_t kMinCutChunkBytes = 16 << 10;
+constexpr uint64_t kMinPartBytes = 4 << 10;
 
 /**
  * Chunk size and window for an operation moving @p buffer_bytes per rank (the whole buffer:

@@ -145,11 +145,11 @@ constexpr Setting kTable[] = {
      .kind = Kind::kSize,
      .default_value = "auto",
      .description =
-         "Bytes per chunk a worker sends to a reducer (rounded down to whole "
-         "elements). auto: chosen per operation from its size, the ranks and the "
-         "reducers, so that every reducer gets a deep pipeline and the chunks in "
-         "flight fit LIBREDUCE_INGRESS_BYTES. A number fixes it (buffers smaller than 8 chunks "
-         "per reducer are still cut smaller, to reach every reducer).",
+         "Bytes per chunk a worker sends to a reducer (rounded down to whole elements). auto: "
+         "chosen per operation from its size, the ranks and the reducers, so that every "
+         "reducer gets a pipeline of several chunks and the chunks in flight fit "
+         "LIBREDUCE_INGRESS_BYTES (docs/performance.md). A number fixes the size of a large "
+         "operation's chunks; small ones are still cut smaller, to reach every reducer.",
      .min = limits::kMinChunkBytes,
      .max = limits::kMaxChunkBytes,
      .choices = {},

@@ -39,17 +39,19 @@ TEST(Pipeline, BigBuffersKeepEachRanksShareOfTheIngressBudgetInFlight) {
 }
 
 TEST(Pipeline, SmallBuffersAreCutIntoSeveralChunksPerReducer) {
-  // 1 MiB over 8 reducers: kDepth = 8 chunks of 16 KiB each.
+  // 8 MiB over 8 reducers: kDepth = 8 chunks of 128 KiB each.
   static_assert(kDepth == 8);
-  EXPECT_EQ(reductionServerPipeline(config(8, 8), 1 << 20, 4).chunk_bytes, 16u << 10);
-  // 64 KiB: no deeper than 4 KiB chunks (2 per reducer), whose messages cost more than they save.
-  EXPECT_EQ(reductionServerPipeline(config(8, 8), 64 << 10, 4).chunk_bytes, kMinCutChunkBytes);
-  // 4 KiB: one 512-byte chunk per reducer, not one 4 KiB chunk on one reducer.
-  EXPECT_EQ(reductionServerPipeline(config(8, 8), 4096, 4).chunk_bytes, 512u);
-  EXPECT_EQ(reductionServerPipeline(config(4, 2), 4096, 4).chunk_bytes, 2048u);
-  // Never below kMinChunkPartBytes, nor one element, and always whole elements.
-  EXPECT_EQ(reductionServerPipeline(config(2, 8), 8, 8).chunk_bytes, kMinChunkPartBytes);
-  EXPECT_EQ(reductionServerPipeline(config(2, 1), 3000, 6).chunk_bytes % 6, 0u);
+  EXPECT_EQ(reductionServerPipeline(config(2, 8), 8 << 20, 4).chunk_bytes, 128u << 10);
+  // 1 MiB: no deeper than kMinCutChunkBytes (4 per reducer), whose messages would cost more.
+  EXPECT_EQ(reductionServerPipeline(config(8, 8), 1 << 20, 4).chunk_bytes, kMinCutChunkBytes);
+  // 64 KiB: one 8 KiB chunk per reducer rather than all of it on one reducer's link.
+  EXPECT_EQ(reductionServerPipeline(config(8, 8), 64 << 10, 4).chunk_bytes, 8u << 10);
+  // 8 KiB: two reducers get kMinPartBytes each; 4 KiB goes whole to one.
+  EXPECT_EQ(reductionServerPipeline(config(8, 8), 8 << 10, 4).chunk_bytes, kMinPartBytes);
+  EXPECT_EQ(reductionServerPipeline(config(8, 8), 4 << 10, 4).chunk_bytes, kMinPartBytes);
+  // Never below one element, and always whole elements.
+  EXPECT_EQ(reductionServerPipeline(config(2, 8), 8, 8).chunk_bytes, kMinPartBytes);
+  EXPECT_EQ(reductionServerPipeline(config(2, 1), 30000, 6).chunk_bytes % 6, 0u);
 }
 
 TEST(Pipeline, ExplicitSettingsWin) {
@@ -62,7 +64,7 @@ TEST(Pipeline, ExplicitSettingsWin) {
   EXPECT_EQ(maxChunkBytes(c), 1u << 20);
   EXPECT_EQ(ringPieceBytes(c), 1u << 20);
   // A small buffer is still cut to reach every reducer.
-  EXPECT_EQ(reductionServerPipeline(c, 256 << 10, 4).chunk_bytes, 8u << 10);
+  EXPECT_EQ(reductionServerPipeline(c, 256 << 10, 4).chunk_bytes, kMinCutChunkBytes);
 }
 
 TEST(Pipeline, ChunksNeverExceedWhatTheRankAnnouncedAtJoin) {
