@@ -62,8 +62,9 @@ class LibreduceBackend final : public rd::perf::Backend {
 };
 
 const char* const kExtraHelp =
-    "  --algo rs|ring          through the reducers (default when reducers are given) or the\n"
-    "                          ring between the workers (LIBREDUCE_ALGO)\n"
+    "  --algo auto|rs|ring     auto (default): with reducers, each size tries both and keeps\n"
+    "                          the faster; rs: through the reducers; ring: between the\n"
+    "                          workers (LIBREDUCE_ALGO)\n"
     "  --reducers H:P,...      the reducers (LIBREDUCE_REDUCERS); none = ring\n"
     "  --chunk BYTES, --window N   chunk size and chunks in flight per reducer\n"
     "The communicator id comes from LIBREDUCE_COMM_ID or MASTER_ADDR:MASTER_PORT; without\n"
@@ -101,9 +102,9 @@ int main(int argc, char** argv) {
   }
   const char* reducers = std::getenv("LIBREDUCE_REDUCERS");
   const char* algo = std::getenv("LIBREDUCE_ALGO");
-  std::string effective = (reducers == nullptr || *reducers == '\0')         ? "ring"
-                          : (algo != nullptr && std::string(algo) == "ring") ? "ring"
-                                                                             : "rs";
+  // What the communicator resolved: auto without reducers is the ring.
+  std::string asked = algo != nullptr && *algo != '\0' ? algo : "auto";
+  std::string effective = (reducers == nullptr || *reducers == '\0') ? "ring" : asked;
   LibreduceBackend backend(comm, effective);
   return rd::perf::runPerf(backend, o);
 }

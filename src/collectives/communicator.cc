@@ -5,7 +5,9 @@
 
 #include "collectives/algorithms/registry.h"
 #include "collectives/pipeline.h"
+#include "common/algorithm.h"
 #include "common/check.h"
+#include "common/dtype.h"
 #include "common/limits.h"
 #include "common/log.h"
 
@@ -303,17 +305,63 @@ void Communicator::onTick() {
   reapFinished();
 }
 
+bool Communicator::tuned(const OpDesc& desc) const {
+  // Deterministic communicators do not measure: a timing-dependent choice would change the bits.
+  return config_.algorithm == rdAlgoDefault && !config_.reducers.empty() &&
+         !config_.deterministic && config_.nranks > 1 && desc.coll == Collective::kAllReduce &&
+         desc.count != 0;
+}
+
 rdResult_t Communicator::post(const OpDesc& asked, std::shared_ptr<Request>* request) {
+  if (!tuned(asked)) return postAs(asked, config_.algorithm, request);
+  // One caller at a time through the tuner: every rank takes each size class's steps at the
+  // same calls.
+  std::lock_guard<std::mutex> lock(tuner_mu_);
+  const uint32_t size_class = AutoTuner::sizeClass(asked.count * dtypeSize(asked.dtype));
+  rdAlgorithm_t algorithm = rdAlgoReductionServer;
+  auto posted = Clock::now();
+  switch (tuner_.next(size_class, &algorithm)) {
+    case AutoTuner::Step::kTrial:
+      RD_CHECK(postAs(asked, algorithm, request));
+      tuner_.record(size_class, algorithm, posted, *request);
+      return rdSuccess;
+    case AutoTuner::Step::kSum: {
+      // The sum of every rank's best times goes out with this call; the next one reads it.
+      std::shared_ptr<AutoTuner::Times> times =
+          tuner_.bestTimes(size_class, static_cast<int>(config_.timeout_ms));
+      OpDesc sum;
+      sum.send = times->data();
+      sum.recv = times->data();
+      sum.count = times->size();
+      sum.dtype = rdFloat64;
+      std::shared_ptr<Request> summed;
+      RD_CHECK(postAs(sum, rdAlgoReductionServer, &summed));
+      tuner_.setSum(size_class, summed);
+      break;
+    }
+    case AutoTuner::Step::kDecide:
+      RD_CHECK(tuner_.decide(size_class, &algorithm));
+      RD_LOG_INFO("rank %u: auto runs all-reduces of %llu..%llu bytes with %s", config_.rank,
+                  size_class == 0 ? 0ull : 1ull << (size_class - 1), (1ull << size_class) - 1,
+                  algorithmName(algorithm));
+      break;
+    case AutoTuner::Step::kDecided: break;
+  }
+  return postAs(asked, algorithm, request);
+}
+
+rdResult_t Communicator::postAs(const OpDesc& asked, rdAlgorithm_t algorithm,
+                                std::shared_ptr<Request>* request) {
   RD_CHECK(asyncError());
   if (aborted_) return setError(rdAborted, "communicator was aborted");
   OpDesc desc = asked;
-  RD_CHECK(selectAlgorithm(config_.algorithm, !config_.reducers.empty(), config_.rank,
-                           config_.nranks, &desc));
-  const AlgorithmEntry* algorithm = findAlgorithm(desc.algorithm);
-  if (algorithm == nullptr) return setError(rdInternalError, "no operation for the algorithm");
+  RD_CHECK(
+      selectAlgorithm(algorithm, !config_.reducers.empty(), config_.rank, config_.nranks, &desc));
+  const AlgorithmEntry* entry = findAlgorithm(desc.algorithm);
+  if (entry == nullptr) return setError(rdInternalError, "no operation for the algorithm");
   auto req = std::make_shared<Request>();
   *request = req;
-  transport_->post([this, desc, req, algorithm] {
+  transport_->post([this, desc, req, entry] {
     uint64_t seq = next_seq_++;
     {
       std::lock_guard<std::mutex> lock(failure_mu_);
@@ -322,7 +370,7 @@ rdResult_t Communicator::post(const OpDesc& asked, std::shared_ptr<Request>* req
         return;
       }
     }
-    startOp(algorithm->make(this, desc, seq, req));
+    startOp(entry->make(this, desc, seq, req));
   });
   return rdSuccess;
 }

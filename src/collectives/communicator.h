@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/algorithms/auto_tuner.h"
 #include "collectives/operation.h"
 #include "collectives/request.h"
 #include "common/auth.h"
@@ -60,7 +61,11 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  /** Posts an operation; @p request completes when it ends. */
+  /**
+   * Posts an operation; @p request completes when it ends. With LIBREDUCE_ALGO=auto and
+   * reducers, all-reduces go to rs or ring as the tuner measured (auto_tuner.h); two calls of
+   * each size class wait: for the class's trials, then for the sum of every rank's times.
+   */
   rdResult_t post(const OpDesc& desc, std::shared_ptr<Request>* request);
 
   /** Fails everything pending with rdAborted and force-closes; returns at once. */
@@ -70,6 +75,9 @@ class Communicator {
   rdResult_t asyncError();
 
   const CommConfig& config() const { return config_; }
+
+  /** What auto settled on for all-reduces of @p bytes; rdAlgoDefault while still measuring. */
+  rdAlgorithm_t autoChoice(uint64_t bytes) { return tuner_.decided(AutoTuner::sizeClass(bytes)); }
 
   /** Header reducer index of messages to ring neighbours (and stamps epoch 0). */
   static constexpr uint32_t kNoReducer = UINT32_MAX;
@@ -138,6 +146,10 @@ class Communicator {
   void onReducerError(const wire::Header& h, transport::Payload& p);
   void onTick();
   void startOp(const std::shared_ptr<Operation>& op);
+  // Whether the tuner picks the algorithm of @p desc (auto, with reducers, an all-reduce).
+  bool tuned(const OpDesc& desc) const;
+  // Posts @p desc to run with @p algorithm (or what selectAlgorithm picks for it).
+  rdResult_t postAs(const OpDesc& desc, rdAlgorithm_t algorithm, std::shared_ptr<Request>* request);
   void reapFinished();
   std::vector<std::shared_ptr<Operation>> snapshot() const;
   int linkOf(transport::ConnId conn) const;
@@ -166,6 +178,8 @@ class Communicator {
   std::shared_ptr<Request> join_request_;
 
   uint64_t next_seq_ = 0;  // progress thread
+  std::mutex tuner_mu_;    // callers of post() that go through the tuner, one at a time
+  AutoTuner tuner_;
   std::map<uint64_t, std::shared_ptr<Operation>> ops_;
   // Ring messages that arrive before their operation was posted here.
   struct EarlyMessage {

@@ -33,7 +33,7 @@ uint64_t maxChunkBytes(const CommConfig& config) {
 }
 
 uint64_t ringPieceBytes(const CommConfig& config) {
-  return config.chunk_bytes != 0 ? config.chunk_bytes : kAutoMaxChunkBytes;
+  return config.chunk_bytes != 0 ? config.chunk_bytes : kRingAutoPieceBytes;
 }
 
 Pipeline reductionServerPipeline(const CommConfig& config, uint64_t buffer_bytes,

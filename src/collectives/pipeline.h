@@ -55,7 +55,12 @@ Pipeline reductionServerPipeline(const CommConfig& config, uint64_t buffer_bytes
  */
 uint64_t maxChunkBytes(const CommConfig& config);
 
-/** Bytes per piece of a ring all-reduce (LIBREDUCE_CHUNK_BYTES, or 1 MiB when auto). */
+/**
+ * Bytes per piece of a ring all-reduce: LIBREDUCE_CHUNK_BYTES, or kRingAutoPieceBytes when auto,
+ * which the default LIBREDUCE_EAGER_BYTES sends eagerly: a piece that waited for a rendezvous
+ * round trip would queue behind the data flowing the other way (n = 2 ran at half the link rate).
+ */
+constexpr uint64_t kRingAutoPieceBytes = 256 << 10;
 uint64_t ringPieceBytes(const CommConfig& config);
 
 /** Chunks in flight per reducer or ring neighbour (the ring's staging buffers: twice this). */

@@ -20,8 +20,15 @@ class Request {
       if (status_ != rdInProgress) return;
       status_ = status;
       error_ = std::move(error);
+      completed_at_ = std::chrono::steady_clock::now();
     }
     cv_.notify_all();
+  }
+
+  /** When complete() recorded the outcome (meaningful once test() says it is done). */
+  std::chrono::steady_clock::time_point completedAt() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return completed_at_;
   }
 
   /** rdSuccess, rdInProgress or the error (its text becomes the thread's last error). */
@@ -52,6 +59,7 @@ class Request {
   std::condition_variable cv_;
   rdResult_t status_ = rdInProgress;
   std::string error_;
+  std::chrono::steady_clock::time_point completed_at_{};
 };
 
 }  // namespace rd::coll

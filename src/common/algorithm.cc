@@ -10,7 +10,9 @@ namespace {
 
 constexpr AlgorithmInfo kCatalog[] = {
     {rdAlgoDefault, kAlgorithmNames[rdAlgoDefault],
-     "rs when the communicator has reducers, else ring", false},
+     "with reducers: each all-reduce size class tries rs and ring on its first calls and keeps "
+     "the faster (other collectives run rs); without: ring",
+     false},
     {rdAlgoReductionServer, kAlgorithmNames[rdAlgoReductionServer],
      "reduction server: chunks go to the reducers, which send the sums back (needs reducers)",
      true},

@@ -252,6 +252,30 @@ constexpr Setting kTable[] = {
      .min = limits::kMinChunkBytes,
      .max = kUnbounded,
      .choices = {}},
+    {.id = Id::kReducerThreads,
+     .name = "reducer_threads",
+     .env = "LIBREDUCE_REDUCER_THREADS",
+     .kind = Kind::kInt,
+     .default_value = "auto",
+     .description = "Threads a reducer runs its large reductions on, so that network progress "
+                    "never waits on one (reduce-server --threads). auto: one per online CPU, "
+                    "at most 4.",
+     .min = 1,
+     .max = 256,
+     .choices = {},
+     .has_auto = true},
+    {.id = Id::kReducerLanes,
+     .name = "reducer_lanes",
+     .env = "LIBREDUCE_REDUCER_LANES",
+     .kind = Kind::kInt,
+     .default_value = "1",
+     .description = "Network lanes of a reducer (reduce-server --lanes): each has its own "
+                    "thread, UCX worker and port, so one reducer uses that many cores for "
+                    "network progress. Its ready line lists every lane's address; workers are "
+                    "given them all.",
+     .min = 1,
+     .max = 64,
+     .choices = {}},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Id::kCount), "one row per settings::Id");
 

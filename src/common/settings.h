@@ -35,6 +35,8 @@ enum class Id : int {
   kBootstrapPending,
   kEagerBytes,
   kIngressBytes,
+  kReducerThreads,
+  kReducerLanes,
   kCount
 };
 

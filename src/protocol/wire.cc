@@ -108,7 +108,7 @@ rdResult_t decodeHello(const void* data, size_t len, HelloBody* out, std::string
   if (body.spread == 0 || body.spread > limits::kMaxReducers) {
     return reject(why, "reducer count " + std::to_string(body.spread) + " out of range");
   }
-  if (!validAlgorithm(static_cast<int>(body.algorithm)) || body.algorithm == rdAlgoDefault) {
+  if (!validAlgorithm(static_cast<int>(body.algorithm))) {
     return reject(why, "algorithm " + std::to_string(body.algorithm) + " out of range");
   }
   address->assign(static_cast<const char*>(data) + sizeof body, body.address_len);

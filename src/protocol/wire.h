@@ -111,7 +111,7 @@ struct HelloBody {
   uint32_t timeout_ms = 0;
   uint32_t address_len = 0;  // bytes of the address text that follows the fixed part
   uint32_t spread = 1;       // reducers the worker spreads each operation over (>= 1)
-  uint32_t algorithm = 0;    // the communicator's resolved rdAlgorithm_t (never auto)
+  uint32_t algorithm = 0;    // the communicator's resolved rdAlgorithm_t (auto: rs or ring by size)
   uint8_t nonce[kNonceBytes] = {};
   // followed by address_len bytes: the worker's ring listen address "host:port" (may be empty)
 };

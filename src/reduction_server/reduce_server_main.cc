@@ -1,15 +1,16 @@
 // reduce-server: the reducer daemon. Thin over ReductionServer: parse flags, start, print one
 // ready line, wait for SIGTERM / SIGINT, stop.
 //
-//   reduce-server --listen HOST:PORT [--threads N] [--memory-limit SIZE] [--secret-file PATH]
-//                 [--log-level LEVEL] [--ready-file PATH] [--bind-nic]
+//   reduce-server --listen HOST:PORT [--threads N] [--lanes N] [--memory-limit SIZE]
+//                 [--secret-file PATH] [--log-level LEVEL] [--ready-file PATH] [--bind-nic]
 //
-// Ready line on stdout (one line, then the daemon stays quiet there):
-//   LIBREDUCE_REDUCER_READY address=HOST:PORT pid=PID
+// Ready line on stdout (one line, then the daemon stays quiet there), one address per lane:
+//   LIBREDUCE_REDUCER_READY address=HOST:PORT[,HOST:PORT...] pid=PID
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,14 +22,17 @@
 #include "common/settings.h"
 #include "common/status.h"
 #include "reduction_server/binding.h"
-#include "reduction_server/server.h"
+#include "reduction_server/lanes.h"
 #include "transport/transport.h"
 
 namespace {
 
+using rd::settings::Id;
+
 struct Flags {
   std::string listen = "127.0.0.1:0";
   std::string threads;
+  std::string lanes;
   std::string memory_limit = "1G";
   std::string secret_file;
   std::string log_level;
@@ -41,7 +45,10 @@ void usage(FILE* out) {
       out,
       "usage: reduce-server --listen HOST:PORT [options]\n"
       "  --listen HOST:PORT     address to accept workers on (port 0 = any free port)\n"
-      "  --threads N            threads for one reduction (default: LIBREDUCE_KERNEL_THREADS)\n"
+      "  --threads N            threads for the reductions (LIBREDUCE_REDUCER_THREADS)\n"
+      "  --lanes N              network lanes, each a thread, UCX worker and port of its own\n"
+      "                         (LIBREDUCE_REDUCER_LANES); PORT 0: any free ports, else\n"
+      "                         PORT..PORT+N-1\n"
       "  --memory-limit SIZE    bytes of chunk buffers, e.g. 64M, 2G (default 1G)\n"
       "  --secret-file PATH     job secret workers must prove (default: none)\n"
       "  --log-level LEVEL      none|error|warn|info|debug|trace\n"
@@ -69,6 +76,8 @@ int parse(int argc, char** argv, Flags* f) {
       ok = value(&f->listen);
     else if (a == "--threads")
       ok = value(&f->threads);
+    else if (a == "--lanes")
+      ok = value(&f->lanes);
     else if (a == "--memory-limit")
       ok = value(&f->memory_limit);
     else if (a == "--secret-file")
@@ -113,7 +122,15 @@ int main(int argc, char** argv) {
     }
     rd::log::setLevel(level);
   }
-  if (!f.threads.empty()) setenv("LIBREDUCE_KERNEL_THREADS", f.threads.c_str(), 1);
+  // The flags are the settings' other spelling: one set of checks and messages for both.
+  if (!f.threads.empty()) setenv(rd::settings::info(Id::kReducerThreads).env, f.threads.c_str(), 1);
+  if (!f.lanes.empty()) setenv(rd::settings::info(Id::kReducerLanes).env, f.lanes.c_str(), 1);
+  int64_t threads = 0, lanes = 1;
+  if (rd::settings::readInt(Id::kReducerThreads, &threads) != rdSuccess ||
+      rd::settings::readInt(Id::kReducerLanes, &lanes) != rdSuccess) {
+    return fail("%s", rd::lastError().c_str());
+  }
+  if (threads == 0) threads = std::clamp<int64_t>(sysconf(_SC_NPROCESSORS_ONLN), 1, 4);
 
   rd::server::ServerOptions options;
   if (rd::transport::splitAddress(f.listen, &options.host, &options.port) != rdSuccess) {
@@ -141,12 +158,13 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   raiseFdLimit();
 
-  std::unique_ptr<rd::server::ReductionServer> server;
-  if (rd::server::ReductionServer::start(options, &server) != rdSuccess) {
+  std::unique_ptr<rd::server::ReducerLanes> server;
+  if (rd::server::ReducerLanes::start(options, static_cast<int>(lanes), static_cast<int>(threads),
+                                      &server) != rdSuccess) {
     return fail("cannot start: %s", rd::lastError().c_str());
   }
   std::string ready =
-      "LIBREDUCE_REDUCER_READY address=" + server->address() + " pid=" + std::to_string(getpid());
+      "LIBREDUCE_REDUCER_READY address=" + server->addresses() + " pid=" + std::to_string(getpid());
   if (!f.ready_file.empty()) {
     std::string tmp = f.ready_file + ".tmp";
     std::ofstream(tmp) << ready << "\n";
@@ -157,7 +175,7 @@ int main(int argc, char** argv) {
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  std::fprintf(stderr, "reduce-server %s: %s, shutting down\n", server->address().c_str(),
+  std::fprintf(stderr, "reduce-server %s: %s, shutting down\n", server->addresses().c_str(),
                strsignal(sig));
   server.reset();
   // What serving cost, from the process's own accounting (benchmarks put it per GB reduced).

@@ -31,11 +31,12 @@ import runners  # noqa: E402  pylint: disable=wrong-import-position
 BENCH_NET = ipaddress.ip_network("198.18.0.0/15")
 
 
-def perf_doc(algbw_by_size: dict[int, float], wrong: int = 0) -> dict:
+def perf_doc(algbw_by_size: dict[int, float], wrong: int = 0, cpu_us: float = 0.0) -> dict:
     """A document shaped like the perf programs' -J output."""
     results = []
     for size, algbw in algbw_by_size.items():
-        figures = {"time_us": size / algbw / 1e3, "algbw": algbw, "busbw": algbw, "wrong": wrong}
+        figures = {"time_us": size / algbw / 1e3, "algbw": algbw, "busbw": algbw,
+                   "cpu_us": cpu_us, "wrong": wrong}
         results.append({"coll": "allreduce", "size": size, "count": size // 4, "type": "float32",
                         "redop": "sum", "root": -1, "out_of_place": figures,
                         "in_place": dict(figures)})
@@ -130,6 +131,34 @@ class ReportTest(unittest.TestCase):
         self.assertIn("rs/ring 1.50", text)
         self.assertIn("900 Mbit/s", text)
         self.assertIn("#wrong: rs 0, ring 0.", text)
+
+    def test_cpu_per_gb_from_the_processes_accounting(self):
+        # 1 MiB calls costing each worker 2097 us of CPU: 2.0 CPU-s per GB; the reducers used
+        # 5 s over 2.5 GB of calls: 2.0 CPU-s per GB; 4 workers + reducers: 10.0.
+        base = {"scenario": "n4-k4-1gbit", "repeat": 0, "n": 4, "k": 4, "rate": "1gbit"}
+        rows = report.rows_from_perf_json(perf_doc({1 << 20: 0.12}, cpu_us=2097.152),
+                                          {**base, "system": "rs"})
+        runs = [{"scenario": "n4-k4-1gbit", "system": "rs", "repeat": 0, "status": "ok",
+                 "note": "", "reducer_cpu_s": 5.0, "reduced_bytes": 2.5e9}]
+        text = report.scenario_markdown(self.scenario, runs, rows)
+        self.assertIn("| rs | 0.120 | 2.00 | 2.00 | 10.00 |", text)
+
+    def test_auto_against_the_better_of_rs_and_ring(self):
+        base = {"scenario": "n4-k4-1gbit", "repeat": 0, "n": 4, "k": 4, "rate": "1gbit"}
+        rows = self.rows + report.rows_from_perf_json(perf_doc({4096: 0.019, 1 << 20: 0.12}),
+                                                      {**base, "system": "auto"})
+        text = report.scenario_markdown(self.scenario, self.runs, rows)
+        self.assertIn("| 4 KiB | 0.019 | ring 0.020 | 0.95 |", text)
+        self.assertIn("| 1 MiB | 0.120 | rs 0.120 | 1.00 |", text)
+
+    def test_reducer_cpu_is_read_from_each_reducers_report(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = runners.ProcessSet(Path(tmp))
+            (Path(tmp) / "r0.log").write_text("x\nLIBREDUCE_REDUCER_CPU user_s=1.5 sys_s=0.25\n")
+            (Path(tmp) / "r1.log").write_text("LIBREDUCE_REDUCER_CPU user_s=0.5 sys_s=0.75\n")
+            self.assertAlmostEqual(runners.reducer_cpu_seconds(procs, ["r0", "r1"]), 3.0)
+            (Path(tmp) / "r2.log").write_text("killed before it could say\n")
+            self.assertIsNone(runners.reducer_cpu_seconds(procs, ["r0", "r2"]))
 
     def test_csv_and_json(self):
         report.write_csv(self.out / "r.csv", self.rows)

@@ -145,6 +145,9 @@ std::vector<Process*> Cluster::startPrograms(
         {"RANK", std::to_string(r)},      {"WORLD_SIZE", std::to_string(n)},
         {"LIBREDUCE_REDUCERS", reducers}, {"LIBREDUCE_COMM_ID", comm},
         {"MASTER_ADDR", "127.0.0.1"},     {"LIBREDUCE_TIMEOUT_MS", "10000"}};
+    // These tests are about the reduction server: with reducers they run rs, unless a test
+    // asks for auto (which measures rs against ring on each size's first calls) or ring.
+    if (!reducers.empty()) e["LIBREDUCE_ALGO"] = "rs";
     // Below the kernel's ephemeral ports (32768..): one of those may be taken by a connection.
     if (reducers.empty()) {
       e["MASTER_PORT"] = std::to_string(20000 + (getpid() * 16 + next_comm_ * 2) % 12000);

@@ -98,6 +98,18 @@ TEST(Collectives, DeterministicModeIsBitIdenticalAcrossRunsAndRanks) {
   }
 }
 
+// LIBREDUCE_ALGO=auto over real processes: each size's first calls alternate rs and ring, then
+// every rank settles on the same one (a disagreement would hang or fail the operation).
+TEST(Collectives, AutoSettlesEverySizeOnTheSameAlgorithmOnEveryRank) {
+  Cluster cluster;
+  auto r = cluster.startReducers(2);
+  auto w = cluster.startWorkers(4, Cluster::addresses(r),
+                                {"--colls", "allreduce", "--counts", "7,1000,1048579", "--dtypes",
+                                 "float32,int32", "--ops", "sum,max", "--iters", "8"},
+                                {{"LIBREDUCE_ALGO", "auto"}});
+  expectAllPassed(cluster, w, seconds(300));
+}
+
 // Ring all-reduce between the workers, with reducers given (LIBREDUCE_ALGO=ring) and without.
 TEST(Collectives, RingAllReduce) {
   Cluster cluster;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <future>
@@ -167,6 +168,8 @@ TEST(Reducer, RefusesBadFlags) {
   for (std::vector<std::string> flags : {std::vector<std::string>{"--memory-limit", "lots"},
                                          {"--listen", "nohostport"},
                                          {"--secret-file", "/nonexistent/secret"},
+                                         {"--lanes", "0"},
+                                         {"--threads", "many"},
                                          {"--bogus"}}) {
     std::vector<std::string> argv = flags;
     auto* p = cluster.startRaw(argv);
@@ -174,6 +177,26 @@ TEST(Reducer, RefusesBadFlags) {
     EXPECT_EQ(p->status, 2) << p->output;
     EXPECT_NE(p->output.find("reduce-server:"), std::string::npos) << p->output;
   }
+}
+
+// A reducer with several lanes: its ready line lists one address per lane, each with its own
+// thread and UCX worker, and a job given them all spreads its chunks over every lane.
+TEST(Reducer, LanesEachServeAShareOfTheChunks) {
+  Cluster cluster;
+  auto r = cluster.startReducers(2, {"--lanes", "3", "--threads", "2"});
+  for (const auto& reducer : r) {
+    EXPECT_EQ(std::count(reducer.address.begin(), reducer.address.end(), ','), 2)
+        << reducer.address;
+  }
+  auto w = cluster.startWorkers(3, Cluster::addresses(r),
+                                {"--counts", "7,1000,1048579", "--dtypes", "float32,int64"});
+  expectAllPassed(cluster, w, seconds(300));
+  // Memory splits between the lanes: 3 ranks x 1 MiB chunks fit each lane's third of 12M.
+  auto small = cluster.startReducers(1, {"--lanes", "3", "--memory-limit", "12M"});
+  auto big = cluster.startWorkers(3, Cluster::addresses(small),
+                                  {"--counts", "4194305", "--dtypes", "float32"},
+                                  {{"LIBREDUCE_CHUNK_BYTES", "1M"}});
+  expectAllPassed(cluster, big, seconds(300));
 }
 
 // Two jobs on the same reducers at once stay apart.

@@ -3,6 +3,7 @@
 // ReducerOp, RingOp, ring composite and ReduceComm against each other, verified exactly.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <tuple>
 
@@ -133,6 +134,59 @@ TEST(LargeChunks, ReducedOffTheProgressThreadEagerOrNot) {
       transport::loopback::Fabric::setFaults(transport::loopback::Faults{});
     }
   }
+}
+
+// auto with reducers: each size class tries both algorithms, then every rank keeps the one that
+// was faster, whichever that is; results are exact all along.
+TEST(AutoTuning, EveryRankKeepsTheFasterAlgorithmOfEachSizeClass) {
+  using transport::loopback::Fabric;
+  using transport::loopback::Fate;
+  using transport::loopback::MessageView;
+  WorldOptions o;
+  o.ranks = 3;
+  o.reducers = 2;
+  World world(o);
+  ASSERT_EQ(world.join(), rdSuccess) << lastError();
+  auto slowDown = [](wire::MsgType type) {
+    Fabric::setFilter([type](const MessageView& m) {
+      wire::Header h;
+      bool match = m.header_len == sizeof h;
+      if (match) std::memcpy(&h, m.header, sizeof h);
+      Fate f;
+      if (match && h.type == static_cast<uint8_t>(type)) f.delay = std::chrono::milliseconds(3);
+      return f;
+    });
+  };
+  struct Case {
+    wire::MsgType slowed;
+    size_t count;  // float32: 16 KB and 160 KB, two size classes
+    rdAlgorithm_t expected;
+  };
+  for (const Case& c : {Case{wire::MsgType::kRing, 4000, rdAlgoReductionServer},
+                        Case{wire::MsgType::kData, 40000, rdAlgoRing}}) {
+    slowDown(c.slowed);
+    for (uint32_t call = 0; call < coll::AutoTuner::kTrials + 4; ++call) {
+      EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, c.count, rdFloat32, rdSum)));
+    }
+    for (int r = 0; r < o.ranks; ++r) {
+      EXPECT_EQ(world.rank(r).autoChoice(c.count * 4), c.expected) << "rank " << r;
+    }
+  }
+  Fabric::reset();
+}
+
+// Deterministic communicators never measure: the choice would change the bits.
+TEST(AutoTuning, DeterministicCommunicatorsRunRs) {
+  WorldOptions o;
+  o.ranks = 2;
+  o.reducers = 1;
+  o.deterministic = true;
+  World world(o);
+  ASSERT_EQ(world.join(), rdSuccess) << lastError();
+  for (uint32_t call = 0; call < coll::AutoTuner::kTrials + 2; ++call) {
+    EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, 1000, rdFloat32, rdSum)));
+  }
+  EXPECT_EQ(world.rank(0).autoChoice(4000), rdAlgoDefault);
 }
 
 // A reducer whose memory fits one chunk at a time still serves everything (contributions wait).

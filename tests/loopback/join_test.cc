@@ -58,8 +58,9 @@ int mentioning(const std::vector<Outcome>& outcomes, const std::string& text) {
 
 TEST(Algorithm, ResolvedOnceFromReducersAndRequest) {
   rdAlgorithm_t got = rdAlgoDefault;
+  // With reducers auto stays auto: the communicator measures rs against ring per size.
   ASSERT_EQ(coll::resolveAlgorithm(rdAlgoDefault, true, &got), rdSuccess);
-  EXPECT_EQ(got, rdAlgoReductionServer);
+  EXPECT_EQ(got, rdAlgoDefault);
   ASSERT_EQ(coll::resolveAlgorithm(rdAlgoDefault, false, &got), rdSuccess);
   EXPECT_EQ(got, rdAlgoRing);
   ASSERT_EQ(coll::resolveAlgorithm(rdAlgoRing, true, &got), rdSuccess);
@@ -157,12 +158,14 @@ TEST(UniqueId, ItsReducersWinOverAnEnvironmentWithout) {
     configs.push_back(c);
   }
   ASSERT_EQ(world.join(configs), rdSuccess) << lastError();
-  EXPECT_EQ(world.rank(0).config().algorithm, rdAlgoReductionServer);
-  EXPECT_EQ(world.rank(1).config().algorithm, rdAlgoReductionServer);
+  // auto with the id's reducers (without them it would be the ring): a broadcast goes through
+  // them, so a frozen reducer fails it by name.
+  EXPECT_EQ(world.rank(0).config().algorithm, rdAlgoDefault);
+  EXPECT_EQ(world.rank(1).config().algorithm, rdAlgoDefault);
   EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, 1000, rdFloat32, rdSum)));
   Fabric::freeze(world.reducerAddress(0));
   EXPECT_TRUE(allFailedNaming(
-      world.run(Collective::kAllReduce, 1000, rdFloat32, rdSum, std::chrono::seconds(5)),
+      world.run(Collective::kBroadcast, 1000, rdFloat32, rdSum, std::chrono::seconds(5)),
       world.reducerAddress(0)));
 }
 

@@ -61,7 +61,8 @@ const AlgorithmEntry* findAlgorithm(rdAlgorithm_t id) {
 
 rdResult_t resolveAlgorithm(rdAlgorithm_t requested, bool has_reducers, rdAlgorithm_t* out) {
   if (requested == rdAlgoDefault) {
-    *out = has_reducers ? rdAlgoReductionServer : rdAlgoRing;
+    // With reducers auto stays auto: the communicator measures rs against ring per size.
+    *out = has_reducers ? rdAlgoDefault : rdAlgoRing;
     return rdSuccess;
   }
   const AlgorithmEntry* e = findAlgorithm(requested);

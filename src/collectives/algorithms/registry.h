@@ -46,8 +46,9 @@ std::span<const AlgorithmEntry> algorithmRegistry();
 const AlgorithmEntry* findAlgorithm(rdAlgorithm_t id);
 
 /**
- * The communicator's algorithm from what was asked for: auto becomes rs with reducers, ring
- * without; rs without reducers is an error.
+ * The communicator's algorithm from what was asked for: auto stays auto with reducers (the
+ * communicator's tuner picks rs or ring for each all-reduce; other collectives run rs) and
+ * becomes ring without; rs without reducers is an error.
  */
 rdResult_t resolveAlgorithm(rdAlgorithm_t requested, bool has_reducers, rdAlgorithm_t* out);
 
