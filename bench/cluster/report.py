@@ -111,6 +111,17 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def _fmt_bw(value: float | None) -> str:
+    """GB/s with four significant digits down to links of 100 Mbit/s."""
+    return _fmt(value, 4 if value is not None and value < 0.1 else 3)
+
+
+def line_rate(scenario: dict) -> float | None:
+    """The probed link rate in GB/s (one TCP stream, what a protocol can reach), or None."""
+    probe = scenario.get("probe") or {}
+    return probe["bps"] / 8 / 1e9 if probe.get("bps") else None
+
+
 def _size_label(size: int) -> str:
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if size >= scale and size % scale == 0:
@@ -132,7 +143,7 @@ def scenario_markdown(scenario: dict, runs: list[dict], rows: list[dict]) -> str
     if not systems:
         lines += ["No measurements.", ""]
     else:
-        lines += _algbw_table(rows, systems, n, k, rate_bps)
+        lines += _algbw_table(rows, systems, n, k, rate_bps, line_rate(scenario))
         lines += _auto_table(rows, systems)
         lines += _busbw_table(rows, systems)
         lines += _cpu_table(rows, runs, systems, n)
@@ -163,22 +174,26 @@ def _scenario_preamble(scenario: dict) -> list[str]:
     return lines + [""]
 
 
-def _algbw_table(rows, systems, n, k, rate_bps) -> list[str]:
+def _algbw_table(rows, systems, n, k, rate_bps, line=None) -> list[str]:
     algbw = _median_by(rows, "algbw")
     sizes = sorted({size for (_, size) in algbw})
     peers = [p for p in PEERS if p in systems and "rs" in systems]
     speedup = model_speedup(n, k) if rate_bps is not None else None
     head = ["size"] + systems + [f"rs/{p}" for p in peers] + (["model rs/peer"] if peers else [])
+    if line and "rs" in systems:
+        head.append("rs/line")
     lines = ["algbw (GB/s, out-of-place, median over repeats) and ratios:", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for size in sizes:
-        cells = [_size_label(size)] + [_fmt(algbw.get((s, size))) for s in systems]
+        cells = [_size_label(size)] + [_fmt_bw(algbw.get((s, size))) for s in systems]
         rs = algbw.get(("rs", size))
         for peer in peers:
             other = algbw.get((peer, size))
             cells.append(_fmt(rs / other, 2) if rs and other else "—")
         if peers:
             cells.append(_fmt(speedup, 2))
+        if "rs/line" in head:
+            cells.append(_fmt(rs / line, 2) if rs else "—")
         lines.append("| " + " | ".join(cells) + " |")
     return lines + [""]
 
@@ -195,7 +210,7 @@ def _auto_table(rows, systems) -> list[str]:
         rs, ring = algbw.get(("rs", size)), algbw.get(("ring", size))
         best = max((v, name) for v, name in ((rs, "rs"), (ring, "ring")) if v)
         auto = algbw[("auto", size)]
-        lines.append(f"| {_size_label(size)} | {_fmt(auto)} | {best[1]} {_fmt(best[0])} | "
+        lines.append(f"| {_size_label(size)} | {_fmt_bw(auto)} | {best[1]} {_fmt_bw(best[0])} | "
                      f"{_fmt(auto / best[0], 2)} |")
     return lines + [""]
 
@@ -228,7 +243,7 @@ def _cpu_table(rows, runs, systems, n) -> list[str]:
         if ok and all(reduced_bytes(r) > 0 for r in ok):
             reducer = statistics.median(r["reducer_cpu_s"] / (reduced_bytes(r) / 1e9) for r in ok)
         total = n * worker + (reducer or 0)
-        lines.append(f"| {system} | {_fmt(algbw.get((system, largest)))} | {_fmt(worker, 2)} | "
+        lines.append(f"| {system} | {_fmt_bw(algbw.get((system, largest)))} | {_fmt(worker, 2)} | "
                      f"{_fmt(reducer, 2)} | {_fmt(total, 2)} |")
     return lines + [""]
 
@@ -239,7 +254,7 @@ def _busbw_table(rows, systems) -> list[str]:
     lines = ["busbw (GB/s, out-of-place, nccl-tests convention 2(n-1)/n * algbw):", "",
              "| size | " + " | ".join(systems) + " |", "|" + "---|" * (len(systems) + 1)]
     for size in sizes:
-        cells = [_size_label(size)] + [_fmt(busbw.get((s, size))) for s in systems]
+        cells = [_size_label(size)] + [_fmt_bw(busbw.get((s, size))) for s in systems]
         lines.append("| " + " | ".join(cells) + " |")
     return lines + [""]
 

@@ -127,7 +127,8 @@ class ReportTest(unittest.TestCase):
 
     def test_markdown_has_ratios_and_model(self):
         text = report.scenario_markdown(self.scenario, self.runs, self.rows)
-        self.assertIn("| 1 MiB | 0.120 | 0.080 | 1.50 | 1.50 |", text)
+        # rs/line: against the probed 900 Mbit/s = 0.1125 GB/s.
+        self.assertIn("| 1 MiB | 0.120 | 0.0800 | 1.50 | 1.50 | 1.07 |", text)
         self.assertIn("rs/ring 1.50", text)
         self.assertIn("900 Mbit/s", text)
         self.assertIn("#wrong: rs 0, ring 0.", text)
@@ -148,7 +149,7 @@ class ReportTest(unittest.TestCase):
         rows = self.rows + report.rows_from_perf_json(perf_doc({4096: 0.019, 1 << 20: 0.12}),
                                                       {**base, "system": "auto"})
         text = report.scenario_markdown(self.scenario, self.runs, rows)
-        self.assertIn("| 4 KiB | 0.019 | ring 0.020 | 0.95 |", text)
+        self.assertIn("| 4 KiB | 0.0190 | ring 0.0200 | 0.95 |", text)
         self.assertIn("| 1 MiB | 0.120 | rs 0.120 | 1.00 |", text)
 
     def test_reducer_cpu_is_read_from_each_reducers_report(self):

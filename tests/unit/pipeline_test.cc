@@ -23,12 +23,14 @@ CommConfig config(uint32_t nranks, uint32_t nreducers) {
 
 TEST(Pipeline, BigBuffersKeepEachRanksShareOfTheIngressBudgetInFlight) {
   // 1 MiB per reducer over 4 ranks with a window of 4: 64 KiB chunks; over 8 ranks 32 KiB.
-  for (uint64_t bytes : {16ull << 20, 256ull << 20}) {
+  for (uint64_t bytes : {64ull << 20, 256ull << 20}) {
     Pipeline p4 = reductionServerPipeline(config(4, 4), bytes, 4);
     EXPECT_EQ(p4.window, kAutoWindow);
     EXPECT_EQ(p4.chunk_bytes, 64u << 10) << bytes;
     EXPECT_EQ(reductionServerPipeline(config(8, 8), bytes, 4).chunk_bytes, 32u << 10) << bytes;
   }
+  // 16 MiB: the depth rule cuts deeper than the budget (128 chunks per reducer).
+  EXPECT_EQ(reductionServerPipeline(config(8, 8), 16 << 20, 4).chunk_bytes, 16u << 10);
   // Two ranks may keep more in flight, up to the auto maximum.
   CommConfig two = config(2, 2);
   two.ingress_bytes = 64ull << 20;
@@ -39,10 +41,10 @@ TEST(Pipeline, BigBuffersKeepEachRanksShareOfTheIngressBudgetInFlight) {
 }
 
 TEST(Pipeline, SmallBuffersAreCutIntoSeveralChunksPerReducer) {
-  // 8 MiB over 8 reducers: kDepth = 8 chunks of 128 KiB each.
-  static_assert(kDepth == 8);
-  EXPECT_EQ(reductionServerPipeline(config(2, 8), 8 << 20, 4).chunk_bytes, 128u << 10);
-  // 1 MiB: no deeper than kMinCutChunkBytes (4 per reducer), whose messages would cost more.
+  // 64 MiB over 8 reducers, 2 ranks (a large share each): kDepth = 128 chunks of 64 KiB each.
+  static_assert(kDepth == 128);
+  EXPECT_EQ(reductionServerPipeline(config(2, 8), 64 << 20, 4).chunk_bytes, 64u << 10);
+  // 1 MiB: no deeper than kMinCutChunkBytes (8 per reducer), whose messages would cost more.
   EXPECT_EQ(reductionServerPipeline(config(8, 8), 1 << 20, 4).chunk_bytes, kMinCutChunkBytes);
   // 64 KiB: one 8 KiB chunk per reducer rather than all of it on one reducer's link.
   EXPECT_EQ(reductionServerPipeline(config(8, 8), 64 << 10, 4).chunk_bytes, 8u << 10);
