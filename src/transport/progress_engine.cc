@@ -11,6 +11,7 @@
 #include <future>
 #include <mutex>
 #include <queue>
+#include <unordered_set>
 #include <vector>
 
 #include "common/log.h"
@@ -18,6 +19,12 @@
 #include "common/status.h"
 
 namespace rd::transport {
+
+namespace {
+// While busy the engine does not sleep, so it never learns which fds are ready: level-triggered
+// sources are then progressed this often anyway.
+constexpr auto kBusyPoll = std::chrono::milliseconds(1);
+}  // namespace
 
 // Everything the progress thread touches; the thread holds it alive until it returns, so an
 // engine released from its own thread (a callback dropping the last owner) cannot pull the
@@ -74,6 +81,10 @@ class ProgressLoop {
 
   // Progress thread only.
   std::vector<EventSource*> sources_;  // null entries: removed during a pass, compacted after
+  // Level-triggered sources' fds reported ready by the last sleep; such a source is progressed
+  // only then, or after kBusyPoll of turns without a sleep.
+  std::unordered_set<int> ready_fds_;
+  Clock::time_point last_poll_ = Clock::now();
   std::vector<Retiree> retirees_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   uint64_t timer_order_ = 0;
@@ -184,9 +195,20 @@ bool ProgressLoop::progressOne(EventSource* source) {
 
 bool ProgressLoop::progressSources() {
   bool any = false;
+  const auto now = Clock::now();
+  const bool poll_all = now - last_poll_ >= kBusyPoll;
+  if (poll_all) last_poll_ = now;
   // Indexes, not iterators: a callback may add a source (it is progressed next turn).
   for (size_t i = 0, n = sources_.size(); i < n; ++i) {
-    if (sources_[i] != nullptr && progressOne(sources_[i])) any = true;
+    EventSource* s = sources_[i];
+    if (s == nullptr) continue;
+    if (s->levelTriggered() && !poll_all && ready_fds_.count(s->eventFd()) == 0) continue;
+    if (progressOne(s)) {
+      any = true;
+      if (s->levelTriggered()) ready_fds_.insert(s->eventFd());  // may have more: next turn too
+    } else if (s->levelTriggered()) {
+      ready_fds_.erase(s->eventFd());
+    }
   }
   sources_.erase(std::remove(sources_.begin(), sources_.end(), nullptr), sources_.end());
   return any;
@@ -235,8 +257,11 @@ void ProgressLoop::sleep(Clock::time_point now, Clock::time_point next_tick) {
       uint64_t value = 0;
       ssize_t r = ::read(wake_fd_, &value, sizeof value);
       (void)r;
+    } else {
+      ready_fds_.insert(events[i].data.fd);
     }
   }
+  last_poll_ = Clock::now();
 }
 
 void ProgressLoop::run() {

@@ -43,6 +43,12 @@ class EventSource {
   virtual void onTick(Clock::time_point /*now*/) {}
   /** For a retired source: true once nothing is left to finish and it may be destroyed. */
   virtual bool finished() const { return true; }
+  /**
+   * True when eventFd() stays readable for as long as the source has work (level-triggered):
+   * the engine then calls progress() only when the fd is ready (or after being busy a while),
+   * which saves a call per turn. UCX workers are not: they must be progressed until idle.
+   */
+  virtual bool levelTriggered() const { return false; }
 };
 
 class ProgressLoop;

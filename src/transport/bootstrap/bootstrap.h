@@ -70,6 +70,7 @@ class Bootstrap final : public EventSource {
   uint64_t refusals() const { return refusals_.total(); }
 
   int eventFd() const override { return epoll_fd_; }
+  bool levelTriggered() const override { return true; }  // its epoll set is level-triggered
   bool progress() override;
   void onTick(Clock::time_point now) override;
 
