@@ -328,23 +328,28 @@ rdResult_t Communicator::post(const OpDesc& asked, std::shared_ptr<Request>* req
     case AutoTuner::Step::kSum: {
       // The sum of every rank's best times goes out with this call; the next one reads it.
       std::shared_ptr<AutoTuner::Times> times =
-          tuner_.bestTimes(size_class, static_cast<int>(config_.timeout_ms));
+          tuner_.trialTimes(size_class, static_cast<int>(config_.timeout_ms));
       OpDesc sum;
       sum.send = times->data();
       sum.recv = times->data();
       sum.count = times->size();
       sum.dtype = rdFloat64;
+      sum.op = rdMax;  // each trial's longest time over the ranks (auto_tuner.h)
       std::shared_ptr<Request> summed;
       RD_CHECK(postAs(sum, rdAlgoReductionServer, &summed));
       tuner_.setSum(size_class, summed);
       break;
     }
-    case AutoTuner::Step::kDecide:
-      RD_CHECK(tuner_.decide(size_class, &algorithm));
-      RD_LOG_INFO("rank %u: auto runs all-reduces of %llu..%llu bytes with %s", config_.rank,
-                  size_class == 0 ? 0ull : 1ull << (size_class - 1), (1ull << size_class) - 1,
-                  algorithmName(algorithm));
+    case AutoTuner::Step::kDecide: {
+      std::array<double, 2> best{};
+      RD_CHECK(tuner_.decide(size_class, &algorithm, &best));
+      RD_LOG_INFO(
+          "rank %u: auto runs all-reduces of %llu..%llu bytes with %s (best trial, "
+          "longest over the ranks: rs %.3f ms, ring %.3f ms)",
+          config_.rank, size_class == 0 ? 0ull : 1ull << (size_class - 1), (1ull << size_class) - 1,
+          algorithmName(algorithm), best[0] * 1e3, best[1] * 1e3);
       break;
+    }
     case AutoTuner::Step::kDecided: break;
   }
   return postAs(asked, algorithm, request);

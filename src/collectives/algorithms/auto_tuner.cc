@@ -26,9 +26,7 @@ AutoTuner::Step AutoTuner::next(uint32_t size_class, rdAlgorithm_t* algorithm) {
   }
   const uint32_t call = c.calls++;
   if (call < kTrials) {
-    // rs first: it needs no connections of its own, so the class's first call is not also
-    // the one that sets up the ring's.
-    *algorithm = call % 2 == 0 ? rdAlgoReductionServer : rdAlgoRing;
+    *algorithm = trialAlgorithm(call);
     return Step::kTrial;
   }
   *algorithm = rdAlgoReductionServer;
@@ -41,22 +39,22 @@ void AutoTuner::record(uint32_t size_class, rdAlgorithm_t algorithm, Clock::time
   classes_.at(size_class).trials.push_back(Trial{algorithm, posted, std::move(request)});
 }
 
-std::shared_ptr<AutoTuner::Times> AutoTuner::bestTimes(uint32_t size_class, int timeout_ms) {
+std::shared_ptr<AutoTuner::Times> AutoTuner::trialTimes(uint32_t size_class, int timeout_ms) {
   std::vector<Trial> trials;
   {
     std::lock_guard<std::mutex> lock(mu_);
     trials = std::move(classes_.at(size_class).trials);
   }
-  auto best = std::make_shared<Times>(Times{kFailedSeconds, kFailedSeconds});
-  for (Trial& t : trials) {
+  auto times = std::make_shared<Times>();
+  times->fill(kFailedSeconds);
+  for (size_t i = 0; i < trials.size() && i < kTrials; ++i) {
+    Trial& t = trials[i];
     if (t.request->wait(timeout_ms) != rdSuccess) continue;
-    double seconds = std::chrono::duration<double>(t.request->completedAt() - t.posted).count();
-    double& slot = (*best)[t.algorithm == rdAlgoRing ? 1 : 0];
-    slot = std::min(slot, seconds);
+    (*times)[i] = std::chrono::duration<double>(t.request->completedAt() - t.posted).count();
   }
   std::lock_guard<std::mutex> lock(mu_);
-  classes_.at(size_class).sum = best;
-  return best;
+  classes_.at(size_class).sum = times;
+  return times;
 }
 
 void AutoTuner::setSum(uint32_t size_class, std::shared_ptr<Request> request) {
@@ -64,7 +62,8 @@ void AutoTuner::setSum(uint32_t size_class, std::shared_ptr<Request> request) {
   classes_.at(size_class).sum_request = std::move(request);
 }
 
-rdResult_t AutoTuner::decide(uint32_t size_class, rdAlgorithm_t* algorithm) {
+rdResult_t AutoTuner::decide(uint32_t size_class, rdAlgorithm_t* algorithm,
+                             std::array<double, 2>* best) {
   std::shared_ptr<Request> request;
   std::shared_ptr<Times> sum;
   {
@@ -72,13 +71,19 @@ rdResult_t AutoTuner::decide(uint32_t size_class, rdAlgorithm_t* algorithm) {
     request = classes_.at(size_class).sum_request;
     sum = classes_.at(size_class).sum;
   }
-  if (!request || !sum) return setError(rdInternalError, "auto: no sum to decide by");
+  if (!request || !sum) return setError(rdInternalError, "auto: no times to decide by");
   RD_CHECK(request->wait(-1));  // the operation's own timeouts bound it
+  std::array<double, 2> fastest{kFailedSeconds, kFailedSeconds};  // rs, ring
+  for (uint32_t i = 0; i < kTrials; ++i) {
+    double& slot = fastest[trialAlgorithm(i) == rdAlgoRing ? 1 : 0];
+    slot = std::min(slot, (*sum)[i]);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   Class& c = classes_.at(size_class);
-  c.decided = (*sum)[1] < (*sum)[0] ? rdAlgoRing : rdAlgoReductionServer;
+  c.decided = fastest[1] < fastest[0] ? rdAlgoRing : rdAlgoReductionServer;
   c.sum_request.reset();
   *algorithm = c.decided;
+  if (best != nullptr) *best = fastest;
   return rdSuccess;
 }
 
