@@ -12,6 +12,8 @@ in the same topology, with the same flags:
   ring  rd_perf --algo ring                          (libreduce's ring between the workers)
   gloo  gloo_perf                                    (Gloo, file-store rendezvous)
   mpi   mpirun ... mpi_perf                          (Open MPI, TCP BTL over eth0)
+  rs-bf16, rs-fp16   rs with rd_perf --wire-dtype bf16 / fp16 (wire compression; only when
+                     named in --systems)
 
 All perf programs take the nccl-tests flags and rank 0 writes a JSON file (-J). The output
 directory gets results.csv / results.json / results.md / meta.json, PNG plots and every
@@ -177,7 +179,7 @@ def choose_systems(requested: str | None, binaries: runners.Binaries, smoke: boo
     elif smoke:
         wanted = ["rs", "ring"] + (["gloo"] if "gloo" not in missing else [])
     else:
-        wanted = [s for s in runners.SYSTEMS if s not in missing]
+        wanted = [s for s in runners.SYSTEMS if s not in missing and s not in runners.WIRE_SYSTEMS]
     skipped = {s: missing[s] for s in wanted if s in missing}
     return [s for s in wanted if s not in skipped], skipped
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 ROW_FIELDS = ["scenario", "repeat", "system", "n", "k", "rate", "coll", "size", "count", "dtype",
               "redop", "placement", "time_us", "algbw", "busbw", "cpu_us", "wrong"]
-SYSTEM_ORDER = ["rs", "auto", "ring", "gloo", "mpi"]
+SYSTEM_ORDER = ["rs", "rs-bf16", "rs-fp16", "auto", "ring", "gloo", "mpi"]
+COMPRESSED = ["rs-bf16", "rs-fp16"]  # rs with float32 on the wire as two-byte values
 PEERS = ["ring", "gloo", "mpi"]
 HEADLINE_PLACEMENT = "out_of_place"
 
@@ -145,6 +146,7 @@ def scenario_markdown(scenario: dict, runs: list[dict], rows: list[dict]) -> str
     else:
         lines += _algbw_table(rows, systems, n, k, rate_bps, line_rate(scenario))
         lines += _auto_table(rows, systems)
+        lines += _compression_table(rows, systems)
         lines += _busbw_table(rows, systems)
         lines += _cpu_table(rows, runs, systems, n)
         lines += _latency_and_wrong(rows, systems)
@@ -212,6 +214,27 @@ def _auto_table(rows, systems) -> list[str]:
         auto = algbw[("auto", size)]
         lines.append(f"| {_size_label(size)} | {_fmt_bw(auto)} | {best[1]} {_fmt_bw(best[0])} | "
                      f"{_fmt(auto / best[0], 2)} |")
+    return lines + [""]
+
+
+def _compression_table(rows, systems) -> list[str]:
+    """Compressed rs against rs in the same run: half the bytes on the wire (model: 2x)."""
+    compressed = [s for s in COMPRESSED if s in systems]
+    if "rs" not in systems or not compressed:
+        return []
+    algbw = _median_by(rows, "algbw")
+    sizes = sorted(size for (s, size) in algbw if s == "rs")
+    head = ["size", "rs"] + compressed + [f"{s}/rs" for s in compressed]
+    lines = ["Wire compression (float32 sent as bf16 / fp16, summed in float32; the link model "
+             "gives 2x rs):", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for size in sizes:
+        rs = algbw.get(("rs", size))
+        cells = [_size_label(size), _fmt_bw(rs)] + \
+            [_fmt_bw(algbw.get((s, size))) for s in compressed]
+        for s in compressed:
+            other = algbw.get((s, size))
+            cells.append(_fmt(other / rs, 2) if rs and other else "—")
+        lines.append("| " + " | ".join(cells) + " |")
     return lines + [""]
 
 

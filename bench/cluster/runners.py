@@ -22,7 +22,9 @@ from pathlib import Path
 
 import netns
 
-SYSTEMS = ("rs", "auto", "ring", "gloo", "mpi")
+SYSTEMS = ("rs", "auto", "ring", "gloo", "mpi", "rs-bf16", "rs-fp16")
+# rs with wire compression: float32 travels to the reducers as this type (LIBREDUCE_WIRE_DTYPE).
+WIRE_SYSTEMS = {"rs-bf16": "bf16", "rs-fp16": "fp16"}
 POLL_S = 0.2                 # sleep between checks of running processes (never busy-wait)
 READY_TIMEOUT_S = 20.0       # a reducer must report its address within this
 FAILURE_GRACE_S = 15.0       # after one rank fails, the others get this long to notice
@@ -66,6 +68,7 @@ class Binaries:
     def missing_by_system(self) -> dict[str, str]:
         """{system: what is missing} for the systems that cannot run."""
         needs = {"rs": ["reduce_server", "rd_perf"], "auto": ["reduce_server", "rd_perf"],
+                 **{s: ["reduce_server", "rd_perf"] for s in WIRE_SYSTEMS},
                  "ring": ["rd_perf"], "gloo": ["gloo_perf"],
                  "mpi": ["mpi_perf", "mpirun"]}
         missing = {}
@@ -223,8 +226,9 @@ def run_system(ctx: RunContext) -> Outcome:
     procs = ProcessSet(ctx.log_dir)
     started = time.monotonic()
     try:
-        outcome = {"rs": _run_rs, "auto": _run_auto, "ring": _run_ring, "gloo": _run_gloo,
-                   "mpi": _run_mpi}[ctx.system](ctx, procs)
+        runner = {"rs": _run_rs, "auto": _run_auto, "ring": _run_ring, "gloo": _run_gloo,
+                  "mpi": _run_mpi, **{s: _run_compressed for s in WIRE_SYSTEMS}}[ctx.system]
+        outcome = runner(ctx, procs)
     finally:
         procs.stop()
         leftovers = ctx.topo.kill_processes()
@@ -289,12 +293,14 @@ def _wait_ready(procs: ProcessSet, name: str, path: Path) -> str:
                        f"{procs.log_tail(name)}")
 
 
-def _run_rs(ctx: RunContext, procs: ProcessSet, algo: str = "rs") -> Outcome:
+def _run_rs(ctx: RunContext, procs: ProcessSet, algo: str = "rs",
+            extra: list[str] | None = None) -> Outcome:
     try:
         addresses = start_reducers(ctx, procs)
     except RuntimeError as exc:
         return Outcome(status="failed", note=str(exc))
     program = [str(ctx.binaries.rd_perf), "--algo", algo, "--reducers", ",".join(addresses)]
+    program += extra or []
     command = _start_workers(ctx, procs, program,
                              lambda rank, host: libreduce_env(ctx, rank, host))
     outcome = _finish_workers(ctx, procs, command)
@@ -311,6 +317,11 @@ def _run_rs(ctx: RunContext, procs: ProcessSet, algo: str = "rs") -> Outcome:
 def _run_auto(ctx: RunContext, procs: ProcessSet) -> Outcome:
     """rd_perf through the reducers with LIBREDUCE_ALGO=auto: rs or ring, chosen per size."""
     return _run_rs(ctx, procs, algo="auto")
+
+
+def _run_compressed(ctx: RunContext, procs: ProcessSet) -> Outcome:
+    """rs with float32 on the wire as bf16 / fp16, summed in float32 by the reducers."""
+    return _run_rs(ctx, procs, extra=["--wire-dtype", WIRE_SYSTEMS[ctx.system]])
 
 
 def reducer_cpu_seconds(procs: ProcessSet, names: list[str]) -> float | None:

@@ -1,8 +1,10 @@
 // Bytes moved per second of the CPU reduction kernels next to memcpy, in one run.
 //
 // A reduction of N sources of S bytes moves (N + 1) * S bytes (N reads, one write); memcpy of S
-// bytes moves 2 * S. Both are measured on the same buffers with the same thread counts, so
-// their ratio is what the kernels achieve of the machine's copy bandwidth.
+// bytes moves 2 * S. The wire-compression conversions of C elements (float32 to bfloat16 /
+// float16 and back) move 6 * C bytes (4 read and 2 written per element, or the reverse). Both are
+// measured on the same buffers with the same thread counts, so their ratio is what the kernels
+// achieve of the machine's copy bandwidth.
 //
 //   rd_cpu_kernel_bench --benchmark_format=json > out.json
 //   bench/kernels/kernel_report.py out.json      # ratio table
@@ -96,6 +98,53 @@ void BM_Reduce(benchmark::State& state) {
                  rd::kernels::cpu::isaName(options.isa));
 }
 
+// Arguments: direction (0: float32 -> narrow, as a worker sends; 1: narrow -> float32, as it
+// receives), the narrow type, threads.
+void BM_Convert(benchmark::State& state) {
+  const bool widen = state.range(0) != 0;
+  const auto narrow = static_cast<rdDataType_t>(state.range(1));
+  const int threads = static_cast<int>(state.range(2));
+  Buffers& b = buffers();
+  const size_t count = kBytesPerSource / sizeof(float);
+  const void* src = b.srcs[0].get();
+  rd::kernels::WideSumArgs args;
+  args.narrow = narrow;
+  args.count = count;
+  args.dst = b.dst.get();
+  if (widen) {
+    args.srcs = &src;
+    args.nsrcs = 1;
+  } else {
+    args.acc = static_cast<const float*>(src);
+    args.narrow_out = true;
+  }
+  Options options;
+  if (rd::kernels::cpu::configuredOptions(&options) != rdSuccess) {
+    state.SkipWithError("invalid LIBREDUCE_* kernel settings");
+    return;
+  }
+  options.threads = threads;
+  for (auto _ : state) {
+    if (rd::kernels::cpu::wideSum(args, options) != rdSuccess) {
+      state.SkipWithError("conversion failed");
+      return;
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 6 *
+                          static_cast<int64_t>(count));
+  state.SetLabel(std::string(widen ? "widen " : "narrow ") + rdDataTypeName(narrow) + " " +
+                 rd::kernels::cpu::isaName(options.isa));
+}
+
+void convertArgs(benchmark::internal::Benchmark* b) {
+  for (int threads : {1, 2}) {
+    for (int widen : {0, 1}) {
+      for (rdDataType_t narrow : {rdBfloat16, rdFloat16}) b->Args({widen, narrow, threads});
+    }
+  }
+}
+
 void reduceArgs(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 2}) {
     for (rdDataType_t dtype : {rdFloat32, rdBfloat16, rdFloat16}) {
@@ -106,6 +155,7 @@ void reduceArgs(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_Memcpy)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Reduce)->Apply(reduceArgs)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Convert)->Apply(convertArgs)->UseRealTime()->Unit(benchmark::kMillisecond);
 // memcpy again at the end: a drift between the two shows the machine's noise during the run.
 BENCHMARK(BM_Memcpy)
     ->Name("BM_Memcpy_end")

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Turns rd_cpu_kernel_bench (or rd_cuda_kernel_bench) JSON output into a markdown table of
 bytes moved per second, each next to memcpy's rate at the same thread count from the same run,
-and checks the bars (fp32 sum >= 80% of memcpy, bf16/fp16 sum >= 70%).
+and checks the bars (fp32 sum >= 80% of memcpy, bf16/fp16 sum >= 70%, the wire-compression
+conversions float32 <-> bf16/fp16 >= 80%).
 
 usage: kernel_report.py RESULT.json [--check]   (--check: exit 1 when a bar is missed)
 
@@ -15,6 +16,7 @@ import re
 import sys
 
 BARS = {"float32": 0.80, "bfloat16": 0.70, "float16": 0.70}
+CONVERT_BAR = 0.80
 DTYPES = {6: "float16", 7: "float32", 9: "bfloat16"}
 
 
@@ -26,6 +28,7 @@ def main(argv):
         data = json.load(f)
     memcpy = {}  # threads -> [rates], from the start and the end of the run
     rows = []
+    conversions = []
     benchmarks = data["benchmarks"]
     # With --benchmark_repetitions the medians are reported; single runs are used as they are.
     if any(b.get("aggregate_name") == "median" for b in benchmarks):
@@ -38,6 +41,11 @@ def main(argv):
         m = re.match(r"BM_Memcpy(?:_end)?/(\d+)", name)
         if m:
             memcpy.setdefault(int(m.group(1)), []).append(rate)
+            continue
+        m = re.match(r"BM_Convert/(\d+)/(\d+)/(\d+)", name)
+        if m:
+            conversions.append(("widen" if m.group(1) == "1" else "narrow",
+                                DTYPES.get(int(m.group(2)), m.group(2)), int(m.group(3)), rate))
             continue
         m = re.match(r"BM_Reduce/(\d+)/(\d+)/(\d+)", name)
         if m:
@@ -69,6 +77,27 @@ def main(argv):
               f"{ratio:.2f} | {bar:.2f} | {'yes' if ok else 'NO'} |")
     print()
     print(f"{len(rows) - missed} of {len(rows)} rows meet the bar (GB = 1e9 bytes).")
+    if conversions:
+        print()
+        print("Wire-compression conversions (float32 -> narrow as a worker sends, narrow -> "
+              "float32 as it receives; 6 bytes moved per element):")
+        print()
+        print("| conversion | type | threads | GB/s | memcpy GB/s | ratio | bar | ok |")
+        print("|---|---|---|---|---|---|---|---|")
+        conv_missed = 0
+        for kind, dtype, threads, rate in sorted(conversions, key=lambda c: (c[2], c[0], c[1])):
+            ref = memcpy.get(threads)
+            if not ref:
+                continue
+            ref_rate = sum(ref) / len(ref)
+            ratio = rate / ref_rate
+            ok = ratio >= CONVERT_BAR
+            conv_missed += 0 if ok else 1
+            print(f"| {kind} | {dtype} | {threads} | {rate / 1e9:.1f} | {ref_rate / 1e9:.1f} | "
+                  f"{ratio:.2f} | {CONVERT_BAR:.2f} | {'yes' if ok else 'NO'} |")
+        print()
+        print(f"{len(conversions) - conv_missed} of {len(conversions)} conversions meet the bar.")
+        missed += conv_missed
     return 1 if missed and "--check" in argv else 0
 
 

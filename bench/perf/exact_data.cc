@@ -95,7 +95,8 @@ void fillExact(void* buf, size_t count, int rank, size_t first, rdDataType_t d, 
 }
 
 size_t countWrongReduction(const void* got, size_t count, size_t first, int nranks, rdDataType_t d,
-                           rdRedOp_t op) {
+                           rdRedOp_t op, rdDataType_t precision) {
+  if (precision == rdNumDataTypes) precision = d;
   const size_t esize = rdDataTypeSize(d);
   std::vector<std::vector<char>> inputs(nranks, std::vector<char>(kBlock * esize));
   std::vector<const void*> srcs;
@@ -111,7 +112,7 @@ size_t countWrongReduction(const void* got, size_t count, size_t first, int nran
     for (size_t i = 0; i < n; ++i) {
       if (std::memcmp(g + i * esize, want.data() + i * esize, esize) == 0) continue;
       double a = load(g, i, d), b = load(want.data(), i, d);
-      if (!ulp || std::fabs(a - b) > 2 * epsilonOf(d) * std::fabs(b)) ++wrong;
+      if (!ulp || std::fabs(a - b) > 2 * epsilonOf(precision) * std::fabs(b)) ++wrong;
     }
   }
   return wrong;

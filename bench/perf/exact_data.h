@@ -28,10 +28,12 @@ void fillExact(void* buf, size_t count, int rank, size_t first, rdDataType_t d, 
 /**
  * Counts elements of @p got (elements first .. first+count of the logical buffer) that differ
  * from the reduction of all @p nranks ranks' exact inputs. Exact comparison; avg on floating
- * types allows 2 ULP. Works block by block: memory stays small for huge buffers.
+ * types allows 2 ULP of @p precision (the type the result was last rounded to: @p d, or the
+ * wire type of a compressed operation). Works block by block: memory stays small for huge
+ * buffers.
  */
 size_t countWrongReduction(const void* got, size_t count, size_t first, int nranks, rdDataType_t d,
-                           rdRedOp_t op);
+                           rdRedOp_t op, rdDataType_t precision = rdNumDataTypes);
 
 /** Counts elements of @p got that differ from @p rank's exact input (all-gather, broadcast). */
 size_t countWrongCopy(const void* got, size_t count, int rank, size_t first, rdDataType_t d,

@@ -111,14 +111,15 @@ void fillInputs(Coll c, const Buffers& bufs, size_t count, int rank, int n, int 
 }
 
 long countWrong(Coll c, const Buffers& bufs, size_t count, int rank, int n, int root,
-                rdDataType_t d, rdRedOp_t op) {
+                rdDataType_t d, rdRedOp_t op, rdDataType_t precision) {
   const size_t share = count / n;
   const size_t esize = rdDataTypeSize(d);
   switch (c) {
     case Coll::kAllReduce:
-      return static_cast<long>(countWrongReduction(bufs.recv, count, 0, n, d, op));
+      return static_cast<long>(countWrongReduction(bufs.recv, count, 0, n, d, op, precision));
     case Coll::kReduceScatter:
-      return static_cast<long>(countWrongReduction(bufs.recv, share, rank * share, n, d, op));
+      return static_cast<long>(
+          countWrongReduction(bufs.recv, share, rank * share, n, d, op, precision));
     case Coll::kAllGather: {
       long wrong = 0;
       for (int r = 0; r < n; ++r) {
@@ -205,7 +206,8 @@ class Sweep {
       if (o_.check != 0) {
         fillInputs(o_.coll, bufs_, count, be_.rank(), n, o_.root, d, op, in_place != 0);
         if (!call(d, op, &error)) return fail(error);
-        long mine = countWrong(o_.coll, bufs_, count, be_.rank(), n, o_.root, d, op);
+        long mine =
+            countWrong(o_.coll, bufs_, count, be_.rank(), n, o_.root, d, op, be_.precision(d));
         p.wrong = static_cast<long>(be_.combine(static_cast<double>(mine), 0));
         wrong_total_ += p.wrong;
       }

@@ -73,6 +73,11 @@ class Backend {
                    rdRedOp_t op, int root, std::string* error) = 0;
   /** Combines one double over all ranks: 0 sum, 1 min, 2 max (for times and #wrong). */
   virtual double combine(double value, int how) = 0;
+  /**
+   * The type results of @p dtype are last rounded to: @p dtype, or what a backend that
+   * compresses sends it as (the verification's tolerance for avg).
+   */
+  virtual rdDataType_t precision(rdDataType_t dtype) const { return dtype; }
 };
 
 /**

@@ -14,7 +14,8 @@ using rd::perf::Coll;
 
 class LibreduceBackend final : public rd::perf::Backend {
  public:
-  LibreduceBackend(rdComm_t comm, std::string algo) : comm_(comm), algo_(std::move(algo)) {
+  LibreduceBackend(rdComm_t comm, std::string algo, rdDataType_t wire)
+      : comm_(comm), algo_(std::move(algo)), wire_(wire) {
     rdCommUserRank(comm_, &rank_);
     rdCommCount(comm_, &nranks_);
   }
@@ -24,7 +25,14 @@ class LibreduceBackend final : public rd::perf::Backend {
 
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }
-  std::string name() const override { return "libreduce " + algo_; }
+  std::string name() const override {
+    if (wire_ == rdFloat32) return "libreduce " + algo_;
+    return "libreduce " + algo_ + ", float32 on the wire as " + rdWireDtypeName(wire_);
+  }
+
+  rdDataType_t precision(rdDataType_t dtype) const override {
+    return dtype == rdFloat32 ? wire_ : dtype;
+  }
 
   bool supports(Coll coll, rdDataType_t, rdRedOp_t) const override {
     // The ring runs all-reduce only; everything else needs reducers.
@@ -57,6 +65,7 @@ class LibreduceBackend final : public rd::perf::Backend {
  private:
   rdComm_t comm_;
   std::string algo_;
+  rdDataType_t wire_;
   int rank_ = 0;
   int nranks_ = 1;
 };
@@ -67,6 +76,8 @@ const char* const kExtraHelp =
     "                          workers (LIBREDUCE_ALGO)\n"
     "  --reducers H:P,...      the reducers (LIBREDUCE_REDUCERS); none = ring\n"
     "  --chunk BYTES, --window N   chunk size and chunks in flight per reducer\n"
+    "  --wire-dtype none|bf16|fp16 float32 through the reducers travels as that type, summed\n"
+    "                          in float32 (LIBREDUCE_WIRE_DTYPE)\n"
     "The communicator id comes from LIBREDUCE_COMM_ID or MASTER_ADDR:MASTER_PORT; without\n"
     "reducers rank 0 serves the ring's rendezvous on MASTER_PORT + 1.\n";
 
@@ -74,16 +85,17 @@ const char* const kExtraHelp =
 
 int main(int argc, char** argv) {
   rd::perf::Options o;
-  if (int rc = rd::perf::parseCommandLine(argc, argv, "rd_perf",
-                                          {"--algo", "--reducers", "--chunk", "--window"},
-                                          kExtraHelp, true, &o);
+  if (int rc = rd::perf::parseCommandLine(
+          argc, argv, "rd_perf", {"--algo", "--reducers", "--chunk", "--window", "--wire-dtype"},
+          kExtraHelp, true, &o);
       rc >= 0) {
     return rc;
   }
   static const char* const kEnv[][2] = {{"--algo", "LIBREDUCE_ALGO"},
                                         {"--reducers", "LIBREDUCE_REDUCERS"},
                                         {"--chunk", "LIBREDUCE_CHUNK_BYTES"},
-                                        {"--window", "LIBREDUCE_WINDOW"}};
+                                        {"--window", "LIBREDUCE_WINDOW"},
+                                        {"--wire-dtype", "LIBREDUCE_WIRE_DTYPE"}};
   for (size_t i = 0; i + 1 < o.extra.size(); i += 2) {
     for (const auto& pair : kEnv) {
       if (o.extra[i] == pair[0]) setenv(pair[1], o.extra[i + 1].c_str(), 1);
@@ -105,6 +117,14 @@ int main(int argc, char** argv) {
   // What the communicator resolved: auto without reducers is the ring.
   std::string asked = algo != nullptr && *algo != '\0' ? algo : "auto";
   std::string effective = (reducers == nullptr || *reducers == '\0') ? "ring" : asked;
-  LibreduceBackend backend(comm, effective);
+  // Compression happens only through the reducers (the ring sends float32 as it is).
+  const char* wire_name = std::getenv("LIBREDUCE_WIRE_DTYPE");
+  rdDataType_t wire = rdFloat32;
+  if (effective != "ring" && wire_name != nullptr && *wire_name != '\0' &&
+      rdWireDtypeFromName(wire_name, &wire) != rdSuccess) {
+    std::fprintf(stderr, "rd_perf: %s\n", rdGetLastError());
+    return 2;
+  }
+  LibreduceBackend backend(comm, effective, wire);
   return rd::perf::runPerf(backend, o);
 }

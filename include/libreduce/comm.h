@@ -76,10 +76,26 @@ typedef struct rdCommConfig {
   int timeout_ms;     /**< 0 = LIBREDUCE_TIMEOUT_MS. */
   rdAlgorithm_t algorithm;
   int deterministic; /**< -1 = LIBREDUCE_DETERMINISTIC, 0 = off, 1 = rank order. */
+  /**
+   * Wire compression (LIBREDUCE_WIRE_DTYPE): the type float32 values of all-reduce and
+   * reduce-scatter (sum, avg) and all-gather travel as to the reducers. -1 = the setting;
+   * rdFloat32 = none (as they are); rdBfloat16 or rdFloat16 = rounded to nearest even, summed
+   * by the reducers in float32 and rounded once. Every rank must choose the same.
+   */
+  int wire_dtype;
 } rdCommConfig_t;
 
 #define RD_COMM_CONFIG_INITIALIZER \
-  { sizeof(rdCommConfig_t), 0, 0, 0, rdAlgoDefault, -1 }
+  { sizeof(rdCommConfig_t), 0, 0, 0, rdAlgoDefault, -1, -1 }
+
+/**
+ * The wire type called @p name as LIBREDUCE_WIRE_DTYPE spells it: "none" (rdFloat32), "bf16"
+ * (rdBfloat16), "fp16" (rdFloat16); ::rdInvalidArgument for other names.
+ */
+RD_API rdResult_t rdWireDtypeFromName(const char* name, rdDataType_t* wire_dtype);
+
+/** "none", "bf16" or "fp16" for a wire type; "invalid" for other types. */
+RD_API const char* rdWireDtypeName(rdDataType_t wire_dtype);
 
 /**
  * Creates a unique id for a new communicator, to be called once (usually on rank 0).

@@ -33,6 +33,7 @@ ThreadPool& sharedPool() {
 }
 
 using RangeFn = void (*)(const ReduceRange&);
+using WideRangeFn = void (*)(const WideSumRange&);
 
 RangeFn rangeFunction(Isa isa) {
   switch (isa) {
@@ -41,6 +42,43 @@ RangeFn rangeFunction(Isa isa) {
     case Isa::kScalar: break;
   }
   return scalar::reduceRange;
+}
+
+WideRangeFn wideRangeFunction(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512: return avx512::wideSumRange;
+    case Isa::kAvx2: return avx2::wideSumRange;
+    case Isa::kScalar: break;
+  }
+  return scalar::wideSumRange;
+}
+
+// Runs @p run over [0, count) in parts of at least options.split_bytes of destination (part
+// boundaries on 4 KiB of destination, so every part's stores are aligned alike), the caller's
+// thread included.
+template <class Run>
+void runInParts(size_t count, size_t esize, const Options& options, Run run) {
+  const size_t bytes = count * esize;
+  const size_t split = std::max<size_t>(options.split_bytes, 4096);
+  const size_t max_parts = std::max<size_t>(1, bytes / split);
+  const int parts = static_cast<int>(std::min<size_t>(max_parts, std::max(options.threads, 1)));
+  if (parts <= 1) {
+    run(size_t{0}, count);
+    return;
+  }
+  const size_t align_elems = 4096 / esize;
+  const size_t per_part = (count / parts + align_elems - 1) / align_elems * align_elems;
+  sharedPool().parallelFor(parts, [&](int p) {
+    const size_t begin = std::min(count, per_part * static_cast<size_t>(p));
+    const size_t end = p == parts - 1 ? count : std::min(count, begin + per_part);
+    if (begin < end) run(begin, end);
+  });
+}
+
+rdResult_t checkIsa(const Options& options) {
+  if (isaSupported(options.isa)) return rdSuccess;
+  return setErrorf(rdUnsupported, "CPU kernels for %s are not supported on this CPU",
+                   isaName(options.isa));
 }
 
 rdResult_t loadOptions(Options* out) {
@@ -162,12 +200,8 @@ rdResult_t reduce(const ReduceArgs& args) {
 rdResult_t reduce(const ReduceArgs& args, const Options& options) {
   RD_CHECK(validate(args));
   if (args.count == 0) return rdSuccess;
-  if (!isaSupported(options.isa)) {
-    return setErrorf(rdUnsupported, "CPU kernels for %s are not supported on this CPU",
-                     isaName(options.isa));
-  }
+  RD_CHECK(checkIsa(options));
   const size_t esize = dtypeSize(args.dtype);
-  const size_t bytes = args.count * esize;
   const bool avg = args.op == rdAvg && args.finalize_avg;
   ReduceRange range{args.srcs,
                     args.nsrcs,
@@ -177,26 +211,58 @@ rdResult_t reduce(const ReduceArgs& args, const Options& options) {
                     args.dtype,
                     args.op == rdAvg ? rdSum : args.op,
                     avg ? avgDivisor(args) : 0,
-                    options.stream_bytes != 0 && bytes >= options.stream_bytes};
+                    options.stream_bytes != 0 && args.count * esize >= options.stream_bytes};
   RangeFn fn = rangeFunction(options.isa);
-
-  const size_t split = std::max<size_t>(options.split_bytes, 4096);
-  const size_t max_parts = std::max<size_t>(1, bytes / split);
-  const int parts = static_cast<int>(std::min<size_t>(max_parts, std::max(options.threads, 1)));
-  if (parts <= 1) {
-    fn(range);
-    return rdSuccess;
-  }
-  // Part boundaries on 4 KiB of destination keep every part's stores aligned alike.
-  const size_t align_elems = 4096 / esize;
-  const size_t per_part = (args.count / parts + align_elems - 1) / align_elems * align_elems;
-  sharedPool().parallelFor(parts, [&](int p) {
+  runInParts(args.count, esize, options, [&](size_t begin, size_t end) {
     ReduceRange r = range;
-    r.begin = std::min(args.count, per_part * static_cast<size_t>(p));
-    r.end = p == parts - 1 ? args.count : std::min(args.count, r.begin + per_part);
-    if (r.begin < r.end) fn(r);
+    r.begin = begin;
+    r.end = end;
+    fn(r);
   });
   return rdSuccess;
+}
+
+rdResult_t wideSum(const WideSumArgs& args) {
+  Options options;
+  RD_CHECK(configuredOptions(&options));
+  return wideSum(args, options);
+}
+
+rdResult_t wideSum(const WideSumArgs& args, const Options& options) {
+  RD_CHECK(validate(args));
+  if (args.count == 0) return rdSuccess;
+  RD_CHECK(checkIsa(options));
+  const WideSumRange range{args.acc,        args.srcs,  args.nsrcs, args.narrow, args.dst,
+                           args.narrow_out, args.scale, 0,          args.count};
+  WideRangeFn fn = wideRangeFunction(options.isa);
+  runInParts(args.count, args.narrow_out ? 2 : sizeof(float), options,
+             [&](size_t begin, size_t end) {
+               WideSumRange r = range;
+               r.begin = begin;
+               r.end = end;
+               fn(r);
+             });
+  return rdSuccess;
+}
+
+rdResult_t narrowFloats(const float* src, void* dst, size_t count, rdDataType_t narrow) {
+  WideSumArgs args;
+  args.acc = src;
+  args.narrow = narrow;
+  args.narrow_out = true;
+  args.dst = dst;
+  args.count = count;
+  return wideSum(args);
+}
+
+rdResult_t widenToFloats(const void* src, float* dst, size_t count, rdDataType_t narrow) {
+  WideSumArgs args;
+  args.srcs = &src;
+  args.nsrcs = 1;
+  args.narrow = narrow;
+  args.dst = dst;
+  args.count = count;
+  return wideSum(args);
 }
 
 }  // namespace rd::kernels::cpu

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "reduce_kernel.h"
+#include "wide_sum.h"
 
 namespace rd::kernels::cpu {
 
@@ -44,5 +45,17 @@ rdResult_t reduce(const ReduceArgs& args);
 
 /** Reduces with explicit options (tests and benchmarks compare ISAs and thread counts). */
 rdResult_t reduce(const ReduceArgs& args, const Options& options);
+
+/** A wide sum (kernels/wide_sum.h) with the configured options (no streaming stores). */
+rdResult_t wideSum(const WideSumArgs& args);
+
+/** A wide sum with explicit options. */
+rdResult_t wideSum(const WideSumArgs& args, const Options& options);
+
+/** Rounds @p count float32 values to @p narrow (rdBfloat16 / rdFloat16), nearest even. */
+rdResult_t narrowFloats(const float* src, void* dst, size_t count, rdDataType_t narrow);
+
+/** Widens @p count values of @p narrow to float32 (exact). */
+rdResult_t widenToFloats(const void* src, float* dst, size_t count, rdDataType_t narrow);
 
 }  // namespace rd::kernels::cpu

@@ -3,3 +3,4 @@
 #define RD_ISA_NAMESPACE avx2
 #define RD_VEC_BYTES 32
 #include "cpu/reduce_body.inl"
+#include "cpu/wide_sum_body.inl"

@@ -3,3 +3,4 @@
 #define RD_ISA_NAMESPACE avx512
 #define RD_VEC_BYTES 64
 #include "cpu/reduce_body.inl"
+#include "cpu/wide_sum_body.inl"

@@ -1,4 +1,4 @@
-// The entry point each per-ISA translation unit provides (isa_scalar.cc, isa_avx2.cc,
+// The entry points each per-ISA translation unit provides (isa_scalar.cc, isa_avx2.cc,
 // isa_avx512.cc). Only cpu_reduce.cc calls these, after checking the CPU supports the ISA.
 #pragma once
 
@@ -22,14 +22,30 @@ struct ReduceRange {
   bool stream;           // use non-temporal stores for the destination
 };
 
+/** One contiguous range [begin, end) of a validated wide sum (kernels/wide_sum.h). */
+struct WideSumRange {
+  const void* acc;  // float32 values, or nullptr
+  const void* const* srcs;
+  int nsrcs;
+  rdDataType_t narrow;  // rdBfloat16 or rdFloat16
+  void* dst;
+  bool narrow_out;
+  float scale;
+  size_t begin;
+  size_t end;
+};
+
 namespace scalar {
 void reduceRange(const ReduceRange& range);
-}
+void wideSumRange(const WideSumRange& range);
+}  // namespace scalar
 namespace avx2 {
 void reduceRange(const ReduceRange& range);
-}
+void wideSumRange(const WideSumRange& range);
+}  // namespace avx2
 namespace avx512 {
 void reduceRange(const ReduceRange& range);
-}
+void wideSumRange(const WideSumRange& range);
+}  // namespace avx512
 
 }  // namespace rd::kernels::cpu

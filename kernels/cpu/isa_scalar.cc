@@ -3,3 +3,4 @@
 #define RD_ISA_NAMESPACE scalar
 #define RD_VEC_BYTES 16
 #include "cpu/reduce_body.inl"
+#include "cpu/wide_sum_body.inl"

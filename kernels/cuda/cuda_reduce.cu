@@ -24,6 +24,7 @@
 
 #include "common/status.h"
 #include "cuda/cuda_reduce.h"
+#include "cuda/half_types.cuh"
 
 namespace rd::kernels::cuda {
 namespace {
@@ -43,36 +44,6 @@ struct Params {
   size_t tail;       // elements after the last unit, reduced one by one
   uint64_t divisor;  // != 0: finish rdAvg by dividing by this
   int nsrcs;
-};
-
-// ---- Element types: storage in memory, the type arithmetic runs in, and the conversions.
-struct Fp16 {};
-struct Bf16 {};
-
-template <class T>
-struct Elem {
-  using Storage = T;
-  using Compute = T;
-  __device__ static T in(T v) { return v; }
-  __device__ static T out(T v) { return v; }
-};
-template <>
-struct Elem<Fp16> {  // hardware conversions: exact widening; RNE narrowing with subnormals
-  using Storage = uint16_t;
-  using Compute = float;
-  __device__ static float in(uint16_t h) { return __half2float(__ushort_as_half(h)); }
-  __device__ static uint16_t out(float f) { return __half_as_ushort(__float2half_rn(f)); }
-};
-template <>
-struct Elem<Bf16> {  // the CPU kernels' own rounding, so that the bits agree by construction
-  using Storage = uint16_t;
-  using Compute = float;
-  __device__ static float in(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
-  __device__ static uint16_t out(float f) {
-    const uint32_t u = __float_as_uint(f);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-    return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-  }
 };
 
 // ---- Operators. Integer sum/prod run on the unsigned type so that overflow wraps (no UB).

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "reduce_kernel.h"
+#include "wide_sum.h"
 
 // The runtime's own spelling of a stream handle (cuda_runtime_api.h declares the same type).
 struct CUstream_st;
@@ -29,6 +30,14 @@ inline constexpr int kMaxSources = 128;
  *         sources); rdCudaError with the CUDA message (no device, launch failure).
  */
 rdResult_t reduce(const ReduceArgs& args, cudaStream_t stream);
+
+/**
+ * Enqueues a wide sum (kernels/wide_sum.h: float32 sums of bfloat16 / float16 values, rounded
+ * once; wire compression on a GPU) on @p stream, with exactly the bits of
+ * rd::kernels::cpu::wideSum. Pointers must be aligned to their element size; at most 64
+ * sources. Errors as reduce().
+ */
+rdResult_t wideSum(const WideSumArgs& args, cudaStream_t stream);
 
 /** Number of usable CUDA devices; 0 when there is no driver or device. Never fails. */
 int deviceCount();

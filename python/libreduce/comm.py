@@ -56,14 +56,17 @@ class Communicator:
     on every rank. ``timeout`` (seconds) bounds every wait for a peer: a dead rank or reducer
     makes the operation raise a :class:`~libreduce.errors.LibreduceError` naming it.
     ``dtype`` overrides the element type a buffer's format implies (for example "bfloat16"
-    for a uint16 array).
+    for a uint16 array). ``wire_dtype`` ("none", "bf16" or "fp16"; default
+    LIBREDUCE_WIRE_DTYPE) sends float32 all-reduce, reduce-scatter (sum, avg) and
+    all-gather to the reducers rounded to that type; the reducers sum in float32 and round once.
     """
 
     def __init__(self, rank, size, unique_id, *, timeout=None, algorithm=None, chunk_bytes=None,
-                 window=None, deterministic=None):
+                 window=None, deterministic=None, wire_dtype=None):
         self._comm = _core.Communicator(rank, size, unique_id, timeout=timeout,
                                         algorithm=algorithm, chunk_bytes=chunk_bytes,
-                                        window=window, deterministic=deterministic)
+                                        window=window, deterministic=deterministic,
+                                        wire_dtype=wire_dtype)
 
     @classmethod
     def from_env(cls):

@@ -11,6 +11,14 @@ Every rank joins one libreduce communicator: through the reducers in LIBREDUCE_R
 communicator id and passes it through the store torch gives the backend, without the job
 secret: each rank reads the secret from its own LIBREDUCE_SECRET_FILE. The group's timeout
 bounds every wait for a peer, so a dead rank or reducer makes wait() raise within it.
+
+Options of the groups created from then on (torch passes custom backends no options of their
+own)::
+
+    libreduce.torch.set_options(wire_dtype="bf16")  # float32 gradients travel as bfloat16
+
+Fields left None take their LIBREDUCE_* setting (LIBREDUCE_WIRE_DTYPE, which a job spec's
+``libreduce:`` section sets for every rank).
 """
 
 import datetime
@@ -28,6 +36,21 @@ except ImportError as e:  # the package was built without torch, or for another 
 
 BACKEND_NAME = "libreduce"
 _ID_KEY = "libreduce/unique_id"
+_WIRE_DTYPES = ("none", "bf16", "fp16")
+_options = {"wire_dtype": None}
+
+
+def set_options(*, wire_dtype=None):
+    """Options of the process groups created after this call (None: the setting).
+
+    ``wire_dtype``: "none", "bf16" or "fp16": float32 all-reduce, reduce-scatter
+    (sum, avg) and all-gather travel to the reducers rounded to that type and are summed in
+    float32 there.
+    """
+    if wire_dtype is not None and wire_dtype not in _WIRE_DTYPES:
+        raise ValueError("wire_dtype must be one of %s, not %r" % (", ".join(_WIRE_DTYPES),
+                                                                   wire_dtype))
+    _options["wire_dtype"] = wire_dtype
 
 
 def _create(store, rank, size, timeout):
@@ -37,7 +60,8 @@ def _create(store, rank, size, timeout):
     if rank == 0:
         store.set(_ID_KEY, _core.strip_secret(_core.unique_id()))
     unique_id = store.get(_ID_KEY)  # blocks until rank 0 has set it (store timeout)
-    return ProcessGroupLibreduce(unique_id, rank, size, timeout)
+    return ProcessGroupLibreduce(unique_id, rank, size, timeout,
+                                 wire_dtype=_options["wire_dtype"] or "")
 
 
 def _register():
@@ -52,4 +76,4 @@ def _register():
 
 _register()
 
-__all__ = ["BACKEND_NAME", "ProcessGroupLibreduce"]
+__all__ = ["BACKEND_NAME", "ProcessGroupLibreduce", "set_options"]

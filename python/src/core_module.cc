@@ -90,7 +90,8 @@ class Communicator {
  public:
   Communicator(int rank, int size, const py::bytes& unique_id, std::optional<double> timeout_s,
                const std::optional<std::string>& algorithm, std::optional<size_t> chunk_bytes,
-               std::optional<int> window, std::optional<bool> deterministic) {
+               std::optional<int> window, std::optional<bool> deterministic,
+               const std::optional<std::string>& wire_dtype) {
     std::string id_bytes = unique_id;
     if (id_bytes.size() > RD_UNIQUE_ID_BYTES) {
       throw Error(rdInvalidArgument, "unique_id is longer than a libreduce unique id");
@@ -108,6 +109,11 @@ class Communicator {
     if (chunk_bytes) config.chunk_bytes = *chunk_bytes;
     if (window) config.window = *window;
     if (deterministic) config.deterministic = *deterministic ? 1 : 0;
+    if (wire_dtype) {
+      rdDataType_t wire = rdFloat32;
+      check(rdWireDtypeFromName(wire_dtype->c_str(), &wire));
+      config.wire_dtype = wire;
+    }
     rdResult_t status = rdSuccess;
     {
       py::gil_scoped_release unlocked;  // joining waits for every rank
@@ -312,11 +318,11 @@ PYBIND11_MODULE(_core, m) {
   py::class_<Communicator>(m, "Communicator")
       .def(py::init<int, int, const py::bytes&, std::optional<double>,
                     const std::optional<std::string>&, std::optional<size_t>, std::optional<int>,
-                    std::optional<bool>>(),
+                    std::optional<bool>, const std::optional<std::string>&>(),
            py::arg("rank"), py::arg("size"), py::arg("unique_id"), py::kw_only(),
            py::arg("timeout") = py::none(), py::arg("algorithm") = py::none(),
            py::arg("chunk_bytes") = py::none(), py::arg("window") = py::none(),
-           py::arg("deterministic") = py::none())
+           py::arg("deterministic") = py::none(), py::arg("wire_dtype") = py::none())
       .def_static("from_env", &Communicator::fromEnv)
       .def_property_readonly("rank", &Communicator::rank)
       .def_property_readonly("size", &Communicator::size)

@@ -11,6 +11,7 @@
 #include "common/check.h"
 #include "common/limits.h"
 #include "common/settings.h"
+#include "protocol/compression.h"
 
 namespace rd::coll {
 
@@ -99,6 +100,11 @@ rdResult_t configFromSettings(CommConfig* config) {
   config->timeout_ms = static_cast<uint32_t>(value);
   RD_CHECK(settings::readInt(Id::kDeterministic, &value));
   config->deterministic = value != 0;
+  std::string wire;
+  RD_CHECK(settings::readChoice(Id::kWireDtype, &wire));
+  if (!wire::wireDtypeFromName(wire, &config->wire_dtype)) {
+    return setErrorf(rdInternalError, "LIBREDUCE_WIRE_DTYPE=%s has no type", wire.c_str());
+  }
   config->listen_host = settings::rawValue(Id::kListenHost);
   return rdSuccess;
 }

@@ -10,6 +10,7 @@
 #include "common/dtype.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "protocol/compression.h"
 
 namespace rd::coll {
 
@@ -86,6 +87,7 @@ void Communicator::sendHello(uint32_t index) {
   auto text = std::make_shared<std::string>(wire::encodeHello(body, listen_address_));
   wire::Header h = header(wire::MsgType::kHello, index);
   if (link.result_channel) h.flags |= wire::kFlagResultChannel;
+  h.flags |= wire::helloWireFlags(config_.wire_dtype);
   h.payload_bytes = text->size();
   transport_->send(link.conn, &h, sizeof h, text->data(), text->size(), [text](rdResult_t) {});
 }
@@ -307,9 +309,14 @@ void Communicator::onTick() {
 
 bool Communicator::tuned(const OpDesc& desc) const {
   // Deterministic communicators do not measure: a timing-dependent choice would change the bits.
+  // Compressed operations run rs: the ring does not compress.
   return config_.algorithm == rdAlgoDefault && !config_.reducers.empty() &&
          !config_.deterministic && config_.nranks > 1 && desc.coll == Collective::kAllReduce &&
-         desc.count != 0;
+         desc.count != 0 && travelType(desc) == desc.dtype;
+}
+
+rdDataType_t Communicator::travelType(const OpDesc& desc) const {
+  return wire::travelType(wireColl(desc.coll), desc.dtype, desc.op, config_.wire_dtype);
 }
 
 rdResult_t Communicator::post(const OpDesc& asked, std::shared_ptr<Request>* request) {

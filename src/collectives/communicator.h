@@ -35,6 +35,9 @@ struct CommConfig {
   // As asked for until the communicator is created, which resolves it once (never auto after).
   rdAlgorithm_t algorithm = rdAlgoDefault;
   bool deterministic = false;
+  // LIBREDUCE_WIRE_DTYPE: what float32 values travel as (protocol/compression.h); rdFloat32 =
+  // as they are.
+  rdDataType_t wire_dtype = rdFloat32;
   std::string listen_host;        // "" = derived from the first reducer / rendezvous
   std::string transport = "ucx";  // createTransport's name
   std::shared_ptr<transport::ProgressEngine> engine;  // null = the process's shared one
@@ -75,6 +78,9 @@ class Communicator {
   rdResult_t asyncError();
 
   const CommConfig& config() const { return config_; }
+
+  /** What the values of @p desc travel as to the reducers (wire compression, compression.h). */
+  rdDataType_t travelType(const OpDesc& desc) const;
 
   /** What auto settled on for all-reduces of @p bytes; rdAlgoDefault while still measuring. */
   rdAlgorithm_t autoChoice(uint64_t bytes) { return tuner_.decided(AutoTuner::sizeClass(bytes)); }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 
@@ -9,6 +10,7 @@
 #include "common/auth.h"
 #include "common/check.h"
 #include "common/settings.h"
+#include "protocol/compression.h"
 
 namespace rd::coll {
 
@@ -161,7 +163,8 @@ rdResult_t stripSecret(rdUniqueId* id) {
 
 rdResult_t applyConfig(const rdCommConfig_t* user, CommConfig* config) {
   if (user == nullptr) return rdSuccess;
-  if (user->size < sizeof(rdCommConfig_t)) {
+  // Callers built against an older header know the fields before wire_dtype.
+  if (user->size != sizeof(rdCommConfig_t) && user->size != offsetof(rdCommConfig_t, wire_dtype)) {
     return setError(rdInvalidArgument,
                     "rdCommConfig_t.size is wrong: start from "
                     "RD_COMM_CONFIG_INITIALIZER");
@@ -176,6 +179,14 @@ rdResult_t applyConfig(const rdCommConfig_t* user, CommConfig* config) {
                      static_cast<int>(user->algorithm));
   }
   if (user->algorithm != rdAlgoDefault) config->algorithm = user->algorithm;
+  if (user->size < sizeof(rdCommConfig_t) || user->wire_dtype == -1) return rdSuccess;
+  if (!wire::validWireDtype(user->wire_dtype)) {
+    return setErrorf(rdInvalidArgument,
+                     "rdCommConfig_t.wire_dtype %d is not one of -1, rdFloat32 (none), "
+                     "rdBfloat16, rdFloat16",
+                     user->wire_dtype);
+  }
+  config->wire_dtype = static_cast<rdDataType_t>(user->wire_dtype);
   return rdSuccess;
 }
 

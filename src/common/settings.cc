@@ -14,6 +14,7 @@ namespace {
 
 constexpr const char* kLogLevels[] = {"none", "error", "warn", "info", "debug", "trace"};
 constexpr const char* kCpuIsas[] = {"auto", "avx512", "avx2", "scalar"};
+constexpr const char* kWireDtypes[] = {"none", "bf16", "fp16"};
 
 // Rows must stay in Id order: info() indexes this array by Id.
 constexpr Setting kTable[] = {
@@ -276,6 +277,20 @@ constexpr Setting kTable[] = {
      .min = 1,
      .max = 64,
      .choices = {}},
+    {.id = Id::kWireDtype,
+     .name = "wire_dtype",
+     .env = "LIBREDUCE_WIRE_DTYPE",
+     .kind = Kind::kChoice,
+     .default_value = "none",
+     .description = "Wire compression: float32 all-reduce and reduce-scatter (sum, avg) and "
+                    "all-gather through the reducers travel as bf16 or fp16 (rounded to nearest "
+                    "even); reducers sum "
+                    "in float32 and round the result once. Half the bytes on a link-bound job; "
+                    "bf16 keeps float32's range, fp16 three more bits of precision but overflows "
+                    "to Inf beyond 65504 (docs/performance.md).",
+     .min = 0,
+     .max = kUnbounded,
+     .choices = kWireDtypes},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Id::kCount), "one row per settings::Id");
 

@@ -37,6 +37,7 @@ enum class Id : int {
   kIngressBytes,
   kReducerThreads,
   kReducerLanes,
+  kWireDtype,
   kCount
 };
 

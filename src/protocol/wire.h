@@ -17,7 +17,8 @@ constexpr uint32_t kMagic = 0x31584452;  // "RDX1" in memory order
 // 2: a result channel per worker and reducer (kFlagResultChannel), and HelloBody.spread.
 // 3: HelloBody.algorithm (every rank of a communicator must run the same).
 // 4: Header.chunk_bytes: the chunk size is chosen per operation; HelloBody.chunk_bytes its cap.
-constexpr uint16_t kVersion = 4;
+// 5: wire compression (protocol/compression.h): kFlagWideSum, kFlagWireBf16 / kFlagWireFp16.
+constexpr uint16_t kVersion = 5;
 // Hard cap on any payload: a chunk (LIBREDUCE_CHUNK_BYTES range).
 constexpr uint64_t kMaxPayloadBytes = limits::kMaxChunkBytes;
 constexpr uint64_t kMaxControlBytes = 64ull << 10;
@@ -60,8 +61,18 @@ enum class Coll : uint8_t {
  * reducer: the reducer sends that rank's results there. With one connection per direction of
  * bulk data, a rendezvous handshake (request-to-send / ready-to-receive) never queues behind
  * megabytes of data flowing the other way, so both directions of a link stay busy.
+ *
+ * kFlagWireBf16 / kFlagWireFp16 in a kHello: the communicator's wire type (compression.h).
+ * kFlagWideSum in a kData / kResult / kAck: the values are float32 rounded to Header.dtype
+ * (bfloat16 or float16); the reducer sums them in float32 and rounds the result once.
  */
-enum : uint16_t { kFlagDeterministic = 1, kFlagResultChannel = 2 };
+enum : uint16_t {
+  kFlagDeterministic = 1,
+  kFlagResultChannel = 2,
+  kFlagWideSum = 4,
+  kFlagWireBf16 = 8,
+  kFlagWireFp16 = 16,
+};
 
 // 72 bytes, host (little-endian) byte order: every supported host is little-endian.
 struct Header {

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "cpu/cpu_reduce.h"
+#include "protocol/compression.h"
 #include "reduction_server/slot.h"
 
 namespace rd::server {
@@ -22,10 +23,32 @@ bool sameSignature(const wire::Header& a, const wire::Header& b) {
          a.root == b.root && a.flags == b.flags && a.chunk_bytes == b.chunk_bytes;
 }
 
+// One reduction pass of a slot, runnable on any thread: a plain reduction, or a wide sum.
+struct Fold {
+  std::vector<const void*> srcs;
+  bool wide = false;
+  kernels::ReduceArgs args;
+  kernels::WideSumArgs wide_args;
+
+  rdResult_t run(std::string* error) {
+    rdResult_t status = rdSuccess;
+    if (wide) {
+      wide_args.srcs = srcs.data();
+      status = kernels::cpu::wideSum(wide_args);
+    } else {
+      args.srcs = srcs.data();
+      status = kernels::cpu::reduce(args);
+    }
+    if (status != rdSuccess) *error = lastError();
+    return status;
+  }
+};
+
 std::string describe(const wire::Header& h) {
   std::string s = wire::collName(h.coll);
   s += " count " + std::to_string(h.count) + " " +
        rdDataTypeName(static_cast<rdDataType_t>(h.dtype));
+  if ((h.flags & wire::kFlagWideSum) != 0) s += " (float32 on the wire as that)";
   if (h.coll == static_cast<uint8_t>(wire::Coll::kAllReduce) ||
       h.coll == static_cast<uint8_t>(wire::Coll::kReduceScatter)) {
     s += std::string(" ") + rdRedOpName(static_cast<rdRedOp_t>(h.op));
@@ -104,7 +127,8 @@ ReduceComm::Outcome ReduceComm::contribute(const wire::Header& h, uint32_t conn_
                                            transport::Payload& payload, std::string* why) {
   wire::Geometry g;
   wire::ChunkSpan span;
-  if (wire::checkDataFrame(h, shape_, conn_rank, &g, &span, why) != rdSuccess) {
+  if (wire::checkDataFrame(h, shape_, conn_rank, &g, &span, why) != rdSuccess ||
+      !wire::checkCompression(h, wire::wireDtypeOfHelloFlags(flags_), why)) {
     return Outcome::kBadFrame;
   }
   if (failed()) {
@@ -172,6 +196,12 @@ std::shared_ptr<Slot> ReduceComm::createSlot(const wire::Header& h, const wire::
   slot->landed.assign(slot->expected, 0);
   slot->pool = pool_;
   slot->buffer_bytes = slot->bytes * slot->expected;
+  const bool reduces = h.coll == static_cast<uint8_t>(wire::Coll::kAllReduce) ||
+                       h.coll == static_cast<uint8_t>(wire::Coll::kReduceScatter);
+  slot->wide = (h.flags & wire::kFlagWideSum) != 0 && reduces && slot->expected > 1;
+  if (slot->wide) {
+    slot->buffer_bytes = Slot::accOffset(slot->bytes, slot->expected) + span.elems * sizeof(float);
+  }
   if (slot->buffer_bytes > pool_->limit()) {
     *why = "chunk needs " + std::to_string(slot->buffer_bytes) +
            " bytes, more than the reducer's memory limit";
@@ -234,32 +264,45 @@ void ReduceComm::reduceNext(const std::shared_ptr<Slot>& slot) {
     slot->pending_index.clear();
     return;
   }
-  // One pass: the running result (if any) and everything pending, into the result's slice.
+  // One pass: the running result (if any) and everything pending, into the result's slice
+  // (wide: into the float32 sum, or rounded into the result's slice by the last pass).
   std::vector<const void*> srcs;
+  const float* acc = slot->wide && slot->acc_ready ? slot->acc() : nullptr;
   if (slot->result < 0) {
     slot->result = static_cast<int>(slot->pending_index.front());
-  } else {
+  } else if (acc == nullptr) {
     srcs.push_back(slot->slice(static_cast<uint32_t>(slot->result)));
   }
   srcs.insert(srcs.end(), slot->pending.begin(), slot->pending.end());
   const auto count = static_cast<uint32_t>(slot->pending.size());
   slot->pending.clear();
   slot->pending_index.clear();
-  kernels::ReduceArgs args;
-  args.nsrcs = static_cast<int>(srcs.size());
-  args.dst = slot->slice(static_cast<uint32_t>(slot->result));
-  args.count = slot->span.elems;
-  args.dtype = static_cast<rdDataType_t>(slot->sig.dtype);
-  args.op = static_cast<rdRedOp_t>(slot->sig.op);
-  args.avg_divisor = slot->expected;
-  args.finalize_avg = last;  // avg scales once, in the pass that adds the last contribution
+  Fold fold;
+  fold.srcs = std::move(srcs);
+  fold.wide = slot->wide;
+  char* result = slot->slice(static_cast<uint32_t>(slot->result));
+  if (slot->wide) {
+    kernels::WideSumArgs& w = fold.wide_args;
+    w.acc = acc;
+    w.nsrcs = static_cast<int>(fold.srcs.size());
+    w.narrow = static_cast<rdDataType_t>(slot->sig.dtype);
+    w.count = slot->span.elems;
+    w.narrow_out = last;
+    w.dst = last ? static_cast<void*>(result) : slot->acc();
+    if (last && slot->sig.op == rdAvg) w.scale = 1.0f / static_cast<float>(slot->expected);
+    slot->acc_ready = !last;
+  } else {
+    kernels::ReduceArgs& args = fold.args;
+    args.nsrcs = static_cast<int>(fold.srcs.size());
+    args.dst = result;
+    args.count = slot->span.elems;
+    args.dtype = static_cast<rdDataType_t>(slot->sig.dtype);
+    args.op = static_cast<rdRedOp_t>(slot->sig.op);
+    args.avg_divisor = slot->expected;
+    args.finalize_avg = last;  // avg scales once, in the pass that adds the last contribution
+  }
   slot->reducing = true;
-  auto run = [args, srcs = std::move(srcs)](std::string* error) mutable {
-    args.srcs = srcs.data();
-    rdResult_t status = kernels::cpu::reduce(args);
-    if (status != rdSuccess) *error = lastError();
-    return status;
-  };
+  auto run = [fold = std::move(fold)](std::string* error) mutable { return fold.run(error); };
   if (slot->bytes < kOffloadBytes || executor_ == nullptr) {
     std::string error;
     rdResult_t status = run(&error);

@@ -233,8 +233,8 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
                 std::to_string(comm->shape().nranks);
     } else if (comm->shape().max_chunk_bytes != peer.body.chunk_bytes || comm->flags() != flags) {
       problem =
-          "its largest chunk (LIBREDUCE_CHUNK_BYTES, _WINDOW, _INGRESS_BYTES) or "
-          "LIBREDUCE_DETERMINISTIC differs from the other ranks'";
+          "its largest chunk (LIBREDUCE_CHUNK_BYTES, _WINDOW, _INGRESS_BYTES), "
+          "LIBREDUCE_DETERMINISTIC or LIBREDUCE_WIRE_DTYPE differs from the other ranks'";
     } else if (comm->shape().spread != peer.body.spread) {
       problem = "its reducer list has " + std::to_string(peer.body.spread) +
                 " reducers, the other ranks' " + std::to_string(comm->shape().spread);

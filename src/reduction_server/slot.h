@@ -7,6 +7,10 @@
 // never copied into their slice first. Deterministic mode lands every contribution in its slice
 // and reduces them once, in rank order. Either way at most one reduction of a slot runs at a
 // time, on the reducer's executor when it is large (ReduceComm).
+//
+// Wire compression (kFlagWideSum): the contributions are float32 values rounded to bfloat16 or
+// float16. Their running sum is kept in float32 (`acc`, after the slices) and rounded once, into
+// the result's slice, by the pass that adds the last contribution.
 #pragma once
 
 #include <cstddef>
@@ -47,9 +51,16 @@ struct Slot {
   std::vector<uint32_t> pending_index;
   std::vector<const void*> pending;
   std::vector<transport::Payload> held;
-  bool reducing = false;  // a fold is running: its buffers are in use
+  bool reducing = false;   // a fold is running: its buffers are in use
+  bool wide = false;       // kFlagWideSum reduction: the running sum is float32, in acc()
+  bool acc_ready = false;  // acc() holds the running sum (else the result's slice does)
 
   char* slice(uint32_t i) const { return buffer + static_cast<size_t>(i) * bytes; }
+  // The float32 running sum of a wide reduction: after the slices, on a cache line.
+  static size_t accOffset(size_t bytes, uint32_t expected) {
+    return (bytes * expected + 63) / 64 * 64;
+  }
+  float* acc() const { return reinterpret_cast<float*>(buffer + accOffset(bytes, expected)); }
   // Slice of @p rank's contribution: its own for reductions, the only one otherwise.
   uint32_t indexOf(uint32_t rank) const { return expected == 1 ? 0 : rank; }
   // Memory goes back only when nothing receives into it, reduces in it or sends from it.

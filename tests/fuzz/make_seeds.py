@@ -15,11 +15,12 @@ NRANKS = 4
 CHUNK_BYTES = 4096  # the frames' chunk size, and the shape's cap
 
 MAGIC = 0x31584452
-VERSION = 4  # wire::kVersion
+VERSION = 5  # wire::kVersion
 HELLO, JOINED, DATA = 1, 5, 7
 ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST = 0, 1, 2, 3
-INT8, FLOAT32 = 0, 7
+INT8, FLOAT32, BFLOAT16 = 0, 7, 9
 SUM = 0
+WIDE_SUM = 4  # wire::kFlagWideSum
 
 # wire::Header: magic version type coll dtype op flags rank nranks epoch root chunk_bytes
 # comm_id seq count chunk status payload_bytes (72 bytes, little-endian).
@@ -28,12 +29,12 @@ assert HEADER.size == 72
 
 
 def header(msg_type, rank, payload, coll=0, dtype=0, op=0, root=0, epoch=EPOCH, seq=1, count=0,
-           chunk=0, chunk_bytes=0):
-    return HEADER.pack(MAGIC, VERSION, msg_type, coll, dtype, op, 0, rank, NRANKS, epoch, root,
+           chunk=0, chunk_bytes=0, flags=0):
+    return HEADER.pack(MAGIC, VERSION, msg_type, coll, dtype, op, flags, rank, NRANKS, epoch, root,
                        chunk_bytes, COMM_ID, seq, count, chunk, 0, len(payload)) + payload
 
 
-def data(coll, dtype, esize, count, rank, chunk, root=0):
+def data(coll, dtype, esize, count, rank, chunk, root=0, flags=0):
     """A kData frame whose payload has exactly the chunk's length (see wire::chunkSpan)."""
     chunk_elems = CHUNK_BYTES // esize
     per_rank = coll in (REDUCE_SCATTER, ALL_GATHER)
@@ -42,7 +43,7 @@ def data(coll, dtype, esize, count, rank, chunk, root=0):
     elems = max(0, min(chunk_elems, count - start))
     payload = bytes((i * 7) & 0xFF for i in range(elems * esize))
     return header(DATA, rank, payload, coll=coll, dtype=dtype, op=SUM, root=root, count=count,
-                  chunk=chunk, chunk_bytes=CHUNK_BYTES)
+                  chunk=chunk, chunk_bytes=CHUNK_BYTES, flags=flags)
 
 
 RS = 1  # rdAlgoReductionServer
@@ -67,6 +68,8 @@ SEEDS = {
     # Rank 3's second chunk of a 1500-per-rank all-gather: 476 elements.
     "data_allgather": data(ALL_GATHER, FLOAT32, 4, 1500, rank=3, chunk=7),
     "data_broadcast": data(BROADCAST, INT8, 1, 100, rank=2, chunk=0, root=2),
+    # float32 compressed to bfloat16: the last chunk of a 5000-element all-reduce, 904 elements.
+    "data_allreduce_bf16": data(ALL_REDUCE, BFLOAT16, 2, 5000, rank=0, chunk=2, flags=WIDE_SUM),
     "hello": hello(b"127.0.0.1:5000"),
     "joined": joined([b"10.0.0.%d:4000" % r for r in range(NRANKS)]),
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "protocol/chunking.h"
+#include "protocol/compression.h"
 #include "protocol/wire.h"
 
 namespace {
@@ -68,6 +69,21 @@ void checkFrame(const Header& h) {
   // What a reducer does next: size a slot from the validated span.
   std::vector<uint8_t> slot(span.elems * esize);
   require(slot.size() == h.payload_bytes, "slot size");
+  // Compression, against a communicator of each wire type: an accepted compressed frame carries
+  // float32 rounded to exactly that type, in an operation that compresses.
+  for (rdDataType_t wire : {rdFloat32, rdBfloat16, rdFloat16}) {
+    std::string problem;
+    if (!checkCompression(h, wire, &problem)) {
+      require(!problem.empty(), "compression refused without a reason");
+      continue;
+    }
+    const bool wide = (h.flags & kFlagWideSum) != 0;
+    require(!wide || (wire != rdFloat32 && h.dtype == wire), "compressed frame of another type");
+    const rdDataType_t data = wide ? rdFloat32 : static_cast<rdDataType_t>(h.dtype);
+    require(
+        travelType(static_cast<Coll>(h.coll), data, static_cast<rdRedOp_t>(h.op), wire) == h.dtype,
+        "frame that travels as another type accepted");
+  }
 }
 
 void checkHello(const std::vector<uint8_t>& payload) {

@@ -399,6 +399,55 @@ INSTANTIATE_TEST_SUITE_P(FloatingTypes, CudaSpecialValues,
 
 // ---- Errors and device queries: argument checks come before any CUDA call, so these run on
 // every machine.
+// Wire compression on a GPU: the wide sums give the CPU's bits for every form (narrow, widen,
+// fold into a float32 sum, the last fold rounded and scaled).
+TEST(CudaWideSum, EveryFormMatchesCpu) {
+  REQUIRE_DEVICE();
+  const size_t count = 100003;
+  for (rdDataType_t narrow : {rdBfloat16, rdFloat16}) {
+    Inputs in(narrow, 3, count);
+    in.fill(5);
+    ASSERT_TRUE(in.upload());
+    std::vector<float> acc(count);
+    fillRandom(acc.data(), count, rdFloat32, 9);
+    DeviceMem dacc(count * 4), ddst(count * 4);
+    ASSERT_TRUE(dacc.ok() && ddst.ok());
+    ASSERT_CUDA(cudaMemcpy(dacc.at(0), acc.data(), count * 4, cudaMemcpyHostToDevice));
+    for (int nsrcs : {0, 1, 3}) {
+      for (bool with_acc : {false, true}) {
+        if (nsrcs == 0 && !with_acc) continue;
+        for (bool narrow_out : {false, true}) {
+          kernels::WideSumArgs a;
+          a.narrow = narrow;
+          a.nsrcs = nsrcs;
+          a.narrow_out = narrow_out;
+          a.count = count;
+          a.scale = narrow_out ? 0.25f : 1.0f;
+          std::vector<const void*> host_srcs, dev_srcs;
+          for (int k = 0; k < nsrcs; ++k) {
+            host_srcs.push_back(in.host[k].data());
+            dev_srcs.push_back(in.dev[k]->at(0));
+          }
+          const size_t out_bytes = count * (narrow_out ? 2 : 4);
+          std::vector<unsigned char> want(out_bytes), got(out_bytes);
+          a.srcs = host_srcs.data();
+          a.acc = with_acc ? acc.data() : nullptr;
+          a.dst = want.data();
+          ASSERT_EQ(kernels::cpu::wideSum(a), rdSuccess) << lastError();
+          a.srcs = dev_srcs.data();
+          a.acc = with_acc ? reinterpret_cast<const float*>(dacc.at(0)) : nullptr;
+          a.dst = ddst.at(0);
+          ASSERT_EQ(kernels::cuda::wideSum(a, nullptr), rdSuccess) << lastError();
+          ASSERT_CUDA(cudaMemcpy(got.data(), ddst.at(0), out_bytes, cudaMemcpyDeviceToHost));
+          EXPECT_EQ(std::memcmp(want.data(), got.data(), out_bytes), 0)
+              << rdDataTypeName(narrow) << " nsrcs " << nsrcs << " acc " << with_acc
+              << " narrow_out " << narrow_out;
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaKernelErrors, BadArgumentsAreRejected) {
   const auto fake = reinterpret_cast<const void*>(uintptr_t{1} << 20);
   std::vector<const void*> many(kernels::cuda::kMaxSources + 1, fake);

@@ -77,6 +77,7 @@ coll::CommConfig World::config(int r) const {
   c.timeout_ms = options_.timeout_ms;
   c.algorithm = options_.algorithm;
   c.deterministic = options_.deterministic;
+  c.wire_dtype = options_.wire_dtype;
   c.listen_host = "rank" + std::to_string(r);
   c.transport = "loopback";
   c.engine = engine_;
@@ -163,12 +164,14 @@ Outcome World::finish(Posted& p, int r, Clock::time_point deadline) {
   const size_t esize = dtypeSize(p.dtype);
   const coll::OpDesc& d = p.descs[r];
   const char* got = static_cast<const Buffers*>(p.buffers[r].get())->recv.data();
+  // A compressed result was last rounded to the wire type (its avg tolerance).
+  const rdDataType_t precision = p.dtype == rdFloat32 ? options_.wire_dtype : p.dtype;
   switch (p.coll) {
     case Collective::kAllReduce:
-      out.wrong = perf::countWrongReduction(got, d.count, 0, n, p.dtype, p.op);
+      out.wrong = perf::countWrongReduction(got, d.count, 0, n, p.dtype, p.op, precision);
       break;
     case Collective::kReduceScatter:
-      out.wrong = perf::countWrongReduction(got, d.count, r * d.count, n, p.dtype, p.op);
+      out.wrong = perf::countWrongReduction(got, d.count, r * d.count, n, p.dtype, p.op, precision);
       break;
     case Collective::kAllGather:
       for (int q = 0; q < n; ++q) {

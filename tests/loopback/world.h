@@ -29,6 +29,7 @@ struct WorldOptions {
   uint64_t chunk_bytes = 4096;
   uint32_t window = 4;
   bool deterministic = false;
+  rdDataType_t wire_dtype = rdFloat32;  // wire compression (rdFloat32: none)
   rdAlgorithm_t algorithm = rdAlgoDefault;
   std::string secret = "loopback-secret";
   uint64_t reducer_memory = 64ull << 20;

@@ -96,6 +96,8 @@ def test_closed_communicator_and_bad_construction(solo):
         libreduce.Communicator(2, 2, libreduce.unique_id(reducers="127.0.0.1:1"))
     with pytest.raises(libreduce.InvalidArgumentError, match="expected auto, rs or ring"):
         libreduce.Communicator(0, 1, libreduce.unique_id(reducers=""), algorithm="tree")
+    with pytest.raises(libreduce.InvalidArgumentError, match="no wire type 'fp8'"):
+        libreduce.Communicator(0, 1, libreduce.unique_id(reducers=""), wire_dtype="fp8")
 
 
 def test_strip_secret_keeps_the_secret_out_of_the_id(monkeypatch):
@@ -116,6 +118,15 @@ def test_collectives_between_processes(reducers, ranks, reducer_count):
                         secret_file=reducers.secret_file, timeout=90)
     assert_all_ok(results)
     assert all("CORE OK" in out for _, out in results), results
+
+
+def test_compressed_all_reduce_is_the_float32_sum_of_rounded_inputs(reducers):
+    addresses = reducers.start(2)
+    results = run_ranks("core_worker.py", 3, ["compressed"], reducers=addresses,
+                        secret_file=reducers.secret_file, timeout=90,
+                        extra={"LIBREDUCE_WIRE_DTYPE": "bf16", "LIBREDUCE_DETERMINISTIC": "1"})
+    assert_all_ok(results)
+    assert all("COMPRESSED OK" in out for _, out in results), results
 
 
 def test_wrong_secret_is_refused(reducers, tmp_path):

@@ -58,3 +58,20 @@ def test_the_store_never_carries_the_secret(tmp_path, monkeypatch):
     assert b"do-not-leak".hex().encode() not in published and b"do-not-leak" not in published
     assert group.getBackendName() if hasattr(group, "getBackendName") else True
     assert dist.Backend.LIBREDUCE == "LIBREDUCE"
+
+
+
+def test_wire_compression_option_is_checked():
+    import libreduce.torch as backend
+
+    with pytest.raises(ValueError, match="wire_dtype must be one of none, bf16, fp16"):
+        backend.set_options(wire_dtype="fp8")
+
+
+def test_compressed_gradients_are_summed_in_float32(reducers):
+    addresses = reducers.start(2)
+    results = run_ranks("torch_worker.py", 3, ["compressed"], reducers=addresses,
+                        secret_file=reducers.secret_file, timeout=90,
+                        extra={"LIBREDUCE_DETERMINISTIC": "1"})
+    assert_all_ok(results)
+    assert all("COMPRESSED OK" in out for _, out in results), results

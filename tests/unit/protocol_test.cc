@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "protocol/chunking.h"
+#include "protocol/compression.h"
 #include "protocol/wire.h"
 
 namespace rd::wire {
@@ -681,6 +682,53 @@ TEST(DataFrame, RejectsPayloadOfWrongLength) {
   EXPECT_TRUE(frameAccepted(h, 1));
   // An empty operation carries no bytes.
   EXPECT_TRUE(frameRejected(frame(Coll::kAllReduce, 0, 1, 0, 4), 1, "payload"));
+}
+
+// Which operations compress, and what a reducer accepts from a communicator of each wire type.
+TEST(Compression, Float32SumsAvgsAndGathersTravelNarrowEverythingElseAsItIs) {
+  EXPECT_EQ(travelType(Coll::kAllReduce, rdFloat32, rdSum, rdBfloat16), rdBfloat16);
+  EXPECT_EQ(travelType(Coll::kReduceScatter, rdFloat32, rdAvg, rdFloat16), rdFloat16);
+  EXPECT_EQ(travelType(Coll::kAllGather, rdFloat32, rdSum, rdBfloat16), rdBfloat16);
+  EXPECT_EQ(travelType(Coll::kAllReduce, rdFloat32, rdSum, rdFloat32), rdFloat32);
+  EXPECT_EQ(travelType(Coll::kAllReduce, rdFloat32, rdProd, rdBfloat16), rdFloat32);
+  EXPECT_EQ(travelType(Coll::kAllReduce, rdFloat32, rdMax, rdBfloat16), rdFloat32);
+  EXPECT_EQ(travelType(Coll::kBroadcast, rdFloat32, rdSum, rdBfloat16), rdFloat32);
+  EXPECT_EQ(travelType(Coll::kAllReduce, rdFloat64, rdSum, rdBfloat16), rdFloat64);
+  EXPECT_EQ(travelType(Coll::kAllReduce, rdInt32, rdSum, rdFloat16), rdInt32);
+  EXPECT_EQ(travelType(Coll::kAllReduce, rdBfloat16, rdSum, rdFloat16), rdBfloat16);
+  rdDataType_t t = rdInt8;
+  EXPECT_TRUE(wireDtypeFromName("bf16", &t));
+  EXPECT_EQ(t, rdBfloat16);
+  EXPECT_FALSE(wireDtypeFromName("float8", &t));
+  EXPECT_STREQ(wireDtypeName(rdFloat16), "fp16");
+  EXPECT_EQ(wireDtypeOfHelloFlags(helloWireFlags(rdFloat16) | kFlagDeterministic), rdFloat16);
+  EXPECT_EQ(wireDtypeOfHelloFlags(kFlagDeterministic), rdFloat32);
+}
+
+TEST(Compression, AReducerAcceptsOnlyWhatItsCommunicatorCompresses) {
+  Header h;
+  h.type = static_cast<uint8_t>(MsgType::kData);
+  h.coll = static_cast<uint8_t>(Coll::kAllReduce);
+  h.op = rdSum;
+  h.dtype = rdBfloat16;
+  h.flags = kFlagWideSum;
+  std::string why;
+  EXPECT_TRUE(checkCompression(h, rdBfloat16, &why)) << why;
+  EXPECT_FALSE(checkCompression(h, rdFloat16, &why));
+  EXPECT_NE(why.find("wire type is fp16"), std::string::npos) << why;
+  EXPECT_FALSE(checkCompression(h, rdFloat32, &why));
+  h.op = rdProd;  // products never compress
+  EXPECT_FALSE(checkCompression(h, rdBfloat16, &why));
+  // Uncompressed float32 sums on a compressing communicator: a rank that did not compress.
+  h.op = rdSum;
+  h.flags = 0;
+  h.dtype = rdFloat32;
+  EXPECT_FALSE(checkCompression(h, rdBfloat16, &why));
+  EXPECT_TRUE(checkCompression(h, rdFloat32, &why));
+  h.dtype = rdBfloat16;  // the user's own bfloat16 data: travels as it is
+  EXPECT_TRUE(checkCompression(h, rdBfloat16, &why));
+  h.dtype = rdFloat64;  // float64 never compresses
+  EXPECT_TRUE(checkCompression(h, rdBfloat16, &why)) << why;
 }
 
 }  // namespace

@@ -83,7 +83,8 @@ void checkRoot(int64_t root, int size, const char* op) {
 }  // namespace
 
 ProcessGroupLibreduce::ProcessGroupLibreduce(const std::string& unique_id, int rank, int size,
-                                             std::chrono::milliseconds timeout)
+                                             std::chrono::milliseconds timeout,
+                                             const std::string& wire_dtype)
     : BackendBase(rank, size) {
   rdUniqueId id{};
   TORCH_CHECK_VALUE(unique_id.size() <= sizeof id.internal,
@@ -93,6 +94,12 @@ ProcessGroupLibreduce::ProcessGroupLibreduce(const std::string& unique_id, int r
   // The group's timeout bounds every wait for a peer, as NCCL's watchdog does.
   config.timeout_ms = static_cast<int>(
       std::clamp<int64_t>(timeout.count(), rd::limits::kMinTimeoutMs, rd::limits::kMaxTimeoutMs));
+  if (!wire_dtype.empty()) {
+    rdDataType_t wire = rdFloat32;
+    TORCH_CHECK_VALUE(rdWireDtypeFromName(wire_dtype.c_str(), &wire) == rdSuccess,
+                      "libreduce: ", rdGetLastError());
+    config.wire_dtype = wire;
+  }
   rdResult_t status = rdCommInitRankConfig(&comm_, size, id, rank, &config);
   TORCH_CHECK(status == rdSuccess, "libreduce: rank ", rank, " of ", size,
               " could not join its communicator: ", rdGetErrorString(status), ": ",

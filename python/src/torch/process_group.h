@@ -38,9 +38,12 @@ using BackendBase = c10d::ProcessGroup;
  */
 class ProcessGroupLibreduce : public BackendBase {
  public:
-  /** Joins the communicator @p unique_id names; blocks until every rank has joined. */
+  /**
+   * Joins the communicator @p unique_id names; blocks until every rank has joined.
+   * @p wire_dtype: "none", "bf16" or "fp16" (wire compression); "" = LIBREDUCE_WIRE_DTYPE.
+   */
   ProcessGroupLibreduce(const std::string& unique_id, int rank, int size,
-                        std::chrono::milliseconds timeout);
+                        std::chrono::milliseconds timeout, const std::string& wire_dtype = "");
   ~ProcessGroupLibreduce() override;
 
   const std::string getBackendName() const override { return "libreduce"; }

@@ -16,11 +16,12 @@ PYBIND11_MODULE(_torch, m) {
   py::class_<ProcessGroupLibreduce, BackendBase, c10::intrusive_ptr<ProcessGroupLibreduce>>(
       m, "ProcessGroupLibreduce")
       .def(py::init([](const py::bytes& unique_id, int rank, int size,
-                       std::chrono::milliseconds timeout) {
+                       std::chrono::milliseconds timeout, const std::string& wire_dtype) {
              std::string id = unique_id;
              py::gil_scoped_release unlocked;  // joining waits for every rank
-             return c10::make_intrusive<ProcessGroupLibreduce>(id, rank, size, timeout);
+             return c10::make_intrusive<ProcessGroupLibreduce>(id, rank, size, timeout, wire_dtype);
            }),
-           py::arg("unique_id"), py::arg("rank"), py::arg("size"), py::arg("timeout"));
+           py::arg("unique_id"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+           py::arg("wire_dtype") = "");
   m.attr("TORCH_VERSION_MAJOR") = TORCH_VERSION_MAJOR;
 }

@@ -2,6 +2,10 @@
 // each chunk goes to its reducer with at most `window` chunks in flight per reducer, and results
 // are received straight into the output buffer while later chunks are still being sent. Runs
 // every collective; a barrier is an empty all-reduce that every rank must send.
+//
+// With wire compression (protocol/compression.h) a chunk is rounded into a staging buffer just
+// before it is sent (a window of them per reducer, reused) and a result is widened into the
+// output as it lands.
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -10,7 +14,9 @@
 #include "collectives/communicator.h"
 #include "collectives/pipeline.h"
 #include "common/dtype.h"
+#include "cpu/cpu_reduce.h"
 #include "protocol/chunking.h"
+#include "protocol/compression.h"
 
 namespace rd::coll {
 
@@ -29,6 +35,13 @@ class ReducerOp final : public Operation {
 
  private:
   void pump(uint32_t reducer);
+  // Sends chunk @p k to reducer @p m (rounded into a staging buffer when compressed).
+  void sendChunk(uint32_t m, uint32_t k);
+  // Takes the payload of a result for @p span into the output.
+  void receiveResult(uint32_t m, const wire::ChunkSpan& span, transport::Payload& payload);
+  void resultLanded(uint32_t m, rdResult_t status);
+  // Compression: the staging buffers and the all-gather's own part, rounded like the others.
+  void prepareCompression();
   void succeedIfDone();
   // Whether an answer's echoed arguments are this rank's call.
   bool sameArguments(const wire::Header& h) const;
@@ -37,6 +50,11 @@ class ReducerOp final : public Operation {
   size_t recvOffset(const wire::ChunkSpan& s) const;
 
   size_t esize_ = 0;
+  rdDataType_t travel_ = rdFloat32;  // what the values travel as (compression.h)
+  size_t wire_esize_ = 0;
+  bool compressed_ = false;
+  std::vector<char> staging_;                     // compressed: window chunks per reducer
+  std::vector<std::vector<char*>> free_staging_;  // per reducer
   wire::Coll coll_ = wire::Coll::kAllReduce;
   wire::Geometry g_;
   Pipeline pipeline_;
@@ -78,12 +96,16 @@ void ReducerOp::start() {
   const CommConfig& cfg = comm_->config();
   esize_ = dtypeSize(desc_.dtype);
   coll_ = wireColl(desc_.coll);
+  travel_ = comm_->travelType(desc_);
+  wire_esize_ = dtypeSize(travel_);
+  compressed_ = travel_ != desc_.dtype;
   nreducers_ = comm_->dataReducers();
   const bool per_rank = coll_ == wire::Coll::kReduceScatter || coll_ == wire::Coll::kAllGather;
-  const uint64_t buffer_bytes = desc_.count * esize_ * (per_rank ? cfg.nranks : 1);
-  pipeline_ = reductionServerPipeline(cfg, buffer_bytes, esize_);
-  g_ =
-      wire::makeGeometry(coll_, desc_.count, cfg.nranks, desc_.root, pipeline_.chunk_bytes, esize_);
+  // Chunks are sized by the bytes that travel.
+  const uint64_t buffer_bytes = desc_.count * wire_esize_ * (per_rank ? cfg.nranks : 1);
+  pipeline_ = reductionServerPipeline(cfg, buffer_bytes, wire_esize_);
+  g_ = wire::makeGeometry(coll_, desc_.count, cfg.nranks, desc_.root, pipeline_.chunk_bytes,
+                          wire_esize_);
   if (g_.nchunks > UINT32_MAX) {
     fail(rdInvalidArgument, "operation of " + std::to_string(desc_.count) +
                                 " elements needs too many chunks; raise LIBREDUCE_CHUNK_BYTES");
@@ -100,6 +122,8 @@ void ReducerOp::start() {
              desc_.count != 0) {
     std::memmove(recv, send, desc_.count * esize_);
   }
+  if (compressed_) prepareCompression();
+  if (completed_) return;
   queue_.assign(nreducers_, {});
   in_flight_.assign(nreducers_, 0);
   posted_.assign(nreducers_, 0);
@@ -116,37 +140,76 @@ void ReducerOp::start() {
 }
 
 void ReducerOp::pump(uint32_t m) {
-  auto& link = comm_->reducers()[m];
   if (pumping_[m] != 0) return;  // the loop below sees the freed slot
   pumping_[m] = 1;
   while (!completed_ && in_flight_[m] < pipeline_.window && posted_[m] < kMaxPosted &&
-         !queue_[m].empty()) {
+         !queue_[m].empty() && (!compressed_ || !free_staging_[m].empty())) {
     uint32_t k = queue_[m].front();
     queue_[m].pop_front();
-    wire::ChunkSpan span = wire::chunkSpan(g_, k);
-    wire::Header h = comm_->header(wire::MsgType::kData, m);
-    h.coll = static_cast<uint8_t>(coll_);
-    h.dtype = static_cast<uint8_t>(desc_.dtype);
-    h.op = static_cast<uint8_t>(desc_.op);
-    h.count = desc_.count;
-    h.root = desc_.root;
-    h.chunk_bytes = static_cast<uint32_t>(pipeline_.chunk_bytes);
-    h.seq = seq_;
-    h.chunk = k;
-    h.payload_bytes = span.elems * esize_;
-    ++in_flight_[m];
-    ++posted_[m];
-    ++sending_;
-    auto self = shared_from_this();
-    comm_->transport().send(link.conn, &h, sizeof h,
-                            static_cast<const char*>(desc_.send) + sendOffset(span),
-                            h.payload_bytes, [this, self, m](rdResult_t) {
-                              --sending_;
-                              --posted_[m];
-                              pump(m);
-                            });
+    sendChunk(m, k);
   }
   pumping_[m] = 0;
+}
+
+void ReducerOp::sendChunk(uint32_t m, uint32_t k) {
+  wire::ChunkSpan span = wire::chunkSpan(g_, k);
+  wire::Header h = comm_->header(wire::MsgType::kData, m);
+  h.coll = static_cast<uint8_t>(coll_);
+  h.dtype = static_cast<uint8_t>(travel_);
+  if (compressed_) h.flags |= wire::kFlagWideSum;
+  h.op = static_cast<uint8_t>(desc_.op);
+  h.count = desc_.count;
+  h.root = desc_.root;
+  h.chunk_bytes = static_cast<uint32_t>(pipeline_.chunk_bytes);
+  h.seq = seq_;
+  h.chunk = k;
+  h.payload_bytes = span.elems * wire_esize_;
+  const char* bytes = static_cast<const char*>(desc_.send) + sendOffset(span);
+  char* staged = nullptr;
+  if (compressed_) {
+    staged = free_staging_[m].back();
+    free_staging_[m].pop_back();
+    rdResult_t status = kernels::cpu::narrowFloats(reinterpret_cast<const float*>(bytes), staged,
+                                                   span.elems, travel_);
+    if (status != rdSuccess) {
+      fail(status, "rounding a chunk for the wire failed: " + lastError());
+      return;
+    }
+    bytes = staged;
+  }
+  ++in_flight_[m];
+  ++posted_[m];
+  ++sending_;
+  auto self = shared_from_this();
+  comm_->transport().send(comm_->reducers()[m].conn, &h, sizeof h, bytes, h.payload_bytes,
+                          [this, self, m, staged](rdResult_t) {
+                            --sending_;
+                            --posted_[m];
+                            if (staged != nullptr) free_staging_[m].push_back(staged);
+                            pump(m);
+                          });
+}
+
+void ReducerOp::prepareCompression() {
+  const size_t chunk = pipeline_.chunk_bytes;
+  const size_t per_reducer = std::min<uint64_t>(pipeline_.window, g_.nchunks);
+  staging_.resize(chunk * per_reducer * nreducers_);
+  free_staging_.assign(nreducers_, {});
+  for (uint32_t m = 0; m < nreducers_; ++m) {
+    for (size_t i = 0; i < per_reducer; ++i) {
+      free_staging_[m].push_back(staging_.data() + (m * per_reducer + i) * chunk);
+    }
+  }
+  if (coll_ != wire::Coll::kAllGather || desc_.count == 0) return;
+  // This rank's own part is rounded as every other rank receives it, so all ranks hold the
+  // same output.
+  auto* mine = static_cast<float*>(const_cast<void*>(desc_.send));
+  std::vector<uint16_t> rounded(desc_.count);
+  rdResult_t status = kernels::cpu::narrowFloats(mine, rounded.data(), desc_.count, travel_);
+  if (status == rdSuccess) {
+    status = kernels::cpu::widenToFloats(rounded.data(), mine, desc_.count, travel_);
+  }
+  if (status != rdSuccess) fail(status, "rounding the own part failed: " + lastError());
 }
 
 void ReducerOp::onMessage(transport::ConnId conn, const wire::Header& h,
@@ -169,7 +232,7 @@ void ReducerOp::onMessage(transport::ConnId conn, const wire::Header& h,
     problem = "answer for chunk " + std::to_string(h.chunk) + " that it does not own or repeats";
   } else if (type == wire::MsgType::kResult &&
              (!wire::receivesResult(g_, h.chunk, rank) ||
-              payload.size() != wire::chunkSpan(g_, h.chunk).elems * esize_)) {
+              payload.size() != wire::chunkSpan(g_, h.chunk).elems * wire_esize_)) {
     problem = "result for chunk " + std::to_string(h.chunk) + " of the wrong size";
   } else if (type == wire::MsgType::kAck &&
              (!wire::contributes(g_, h.chunk, rank) || wire::receivesResult(g_, h.chunk, rank))) {
@@ -191,27 +254,53 @@ void ReducerOp::onMessage(transport::ConnId conn, const wire::Header& h,
     succeedIfDone();
     return;
   }
+  receiveResult(m, wire::chunkSpan(g_, h.chunk), payload);
+}
+
+void ReducerOp::receiveResult(uint32_t m, const wire::ChunkSpan& span,
+                              transport::Payload& payload) {
   ++receiving_;
   ++receiving_from_[m];
+  char* dst = static_cast<char*>(desc_.recv) + recvOffset(span);
   auto self = shared_from_this();
-  char* dst = static_cast<char*>(desc_.recv) + recvOffset(wire::chunkSpan(g_, h.chunk));
-  payload.receiveInto(dst, [this, self, m](rdResult_t status) {
-    --receiving_;
-    --receiving_from_[m];
-    last_progress_ = Clock::now();
-    if (status != rdSuccess) {
-      fail(status, "rank " + std::to_string(comm_->config().rank) + ": receiving a result from " +
-                       comm_->reducerName(m) + " failed");
-      return;
-    }
-    ++answered_count_;
-    succeedIfDone();
-  });
+  if (!compressed_) {
+    payload.receiveInto(dst, [this, self, m](rdResult_t status) { resultLanded(m, status); });
+    return;
+  }
+  if (const void* eager = payload.data(); eager != nullptr) {
+    rdResult_t status =
+        kernels::cpu::widenToFloats(eager, reinterpret_cast<float*>(dst), span.elems, travel_);
+    payload.discard();
+    resultLanded(m, status);
+    return;
+  }
+  auto staged = std::make_shared<std::vector<char>>(payload.size());
+  payload.receiveInto(staged->data(),
+                      [this, self, m, staged, dst, elems = span.elems](rdResult_t status) {
+                        if (status == rdSuccess) {
+                          status = kernels::cpu::widenToFloats(
+                              staged->data(), reinterpret_cast<float*>(dst), elems, travel_);
+                        }
+                        resultLanded(m, status);
+                      });
+}
+
+void ReducerOp::resultLanded(uint32_t m, rdResult_t status) {
+  --receiving_;
+  --receiving_from_[m];
+  last_progress_ = Clock::now();
+  if (status != rdSuccess) {
+    fail(status, "rank " + std::to_string(comm_->config().rank) + ": receiving a result from " +
+                     comm_->reducerName(m) + " failed");
+    return;
+  }
+  ++answered_count_;
+  succeedIfDone();
 }
 
 bool ReducerOp::sameArguments(const wire::Header& h) const {
   bool reduces = coll_ == wire::Coll::kAllReduce || coll_ == wire::Coll::kReduceScatter;
-  return h.coll == static_cast<uint8_t>(coll_) && h.dtype == static_cast<uint8_t>(desc_.dtype) &&
+  return h.coll == static_cast<uint8_t>(coll_) && h.dtype == static_cast<uint8_t>(travel_) &&
          h.count == desc_.count && h.chunk_bytes == pipeline_.chunk_bytes &&
          (!reduces || h.op == static_cast<uint8_t>(desc_.op)) &&
          (coll_ != wire::Coll::kBroadcast || h.root == desc_.root);

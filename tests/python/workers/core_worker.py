@@ -2,6 +2,9 @@
 
   core_worker.py SCENARIO
 collectives  every collective, sync and async, several dtypes; prints "CORE OK".
+compressed   float32 all-reduce with LIBREDUCE_WIRE_DTYPE=bf16 and LIBREDUCE_DETERMINISTIC=1 in
+             the environment: the bits of the float32 sum (rank order) of the inputs rounded to
+             bfloat16, rounded once; prints "COMPRESSED OK".
 join         only joins, then closes; prints "JOINED" (or the exception's class and message).
 """
 
@@ -42,6 +45,28 @@ def collectives(comm):
     print("CORE OK")
 
 
+def round_bf16(x):
+    """float32 -> bfloat16 -> float32, round to nearest even (finite values)."""
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+def compressed(comm):
+    rank, size = comm.rank, comm.size
+    inputs = [np.random.default_rng(100 + r).normal(0, 3, 100003).astype(np.float32)
+              for r in range(size)]
+    want = round_bf16(inputs[0])
+    for r in range(1, size):
+        want = (want + round_bf16(inputs[r])).astype(np.float32)
+    want = round_bf16(want)
+    got = inputs[rank].copy()
+    comm.all_reduce(got)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), \
+        "%d of %d elements differ" % (np.count_nonzero(got != want), got.size)
+    print("COMPRESSED OK")
+
+
 def main():
     try:
         comm = libreduce.Communicator.from_env()
@@ -51,6 +76,8 @@ def main():
     with comm:
         if sys.argv[1] == "collectives":
             collectives(comm)
+        elif sys.argv[1] == "compressed":
+            compressed(comm)
         else:
             print("JOINED")
 

@@ -6,6 +6,9 @@ collectives  every collective torch.distributed offers that the backend implemen
 dead_rank    the last rank exits abruptly after one all-reduce; the others' next all-reduce
              must raise from wait() within the group's timeout; prints "RAISED after S s: ...".
 bad_input    argument errors raise at the call and leave the group usable; prints "BAD INPUT OK".
+compressed   libreduce.torch.set_options(wire_dtype="bf16") before the group, deterministic
+             reducers: a float32 all-reduce gives the bits of the float32 sum (rank order) of the
+             inputs rounded to bfloat16, rounded once; prints "COMPRESSED OK".
 """
 
 import datetime
@@ -157,11 +160,31 @@ def bad_input(rank, size):
     print("BAD INPUT OK")
 
 
+def round_bf16(t):
+    return t.to(torch.bfloat16).to(torch.float32)  # torch rounds to nearest even
+
+
+def compressed(rank, size):
+    inputs = [torch.randn(100003, generator=torch.Generator().manual_seed(7 + r)) * 3
+              for r in range(size)]
+    want = round_bf16(inputs[0])
+    for r in range(1, size):
+        want = want + round_bf16(inputs[r])
+    want = round_bf16(want)
+    got = inputs[rank].clone()
+    dist.all_reduce(got)
+    expect(torch.equal(got, want), "%d elements differ" % int((got != want).sum()))
+    print("COMPRESSED OK")
+
+
 def main():
+    if SCENARIO == "compressed":
+        libreduce.torch.set_options(wire_dtype="bf16")
     dist.init_process_group("libreduce", timeout=datetime.timedelta(seconds=TIMEOUT_S))
     expect(dist.get_backend() == "libreduce", "backend name")
     rank, size = dist.get_rank(), dist.get_world_size()
-    {"collectives": collectives, "dead_rank": dead_rank, "bad_input": bad_input}[SCENARIO](rank, size)
+    {"collectives": collectives, "dead_rank": dead_rank, "bad_input": bad_input,
+     "compressed": compressed}[SCENARIO](rank, size)
     dist.destroy_process_group()
 
 
