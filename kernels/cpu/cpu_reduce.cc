@@ -232,8 +232,17 @@ rdResult_t wideSum(const WideSumArgs& args, const Options& options) {
   RD_CHECK(validate(args));
   if (args.count == 0) return rdSuccess;
   RD_CHECK(checkIsa(options));
-  const WideSumRange range{args.acc,        args.srcs,  args.nsrcs, args.narrow, args.dst,
-                           args.narrow_out, args.scale, 0,          args.count};
+  const size_t out_bytes = args.count * (args.narrow_out ? 2 : sizeof(float));
+  WideSumRange range{};
+  range.acc = args.acc;
+  range.srcs = args.srcs;
+  range.nsrcs = args.nsrcs;
+  range.narrow = args.narrow;
+  range.dst = args.dst;
+  range.narrow_out = args.narrow_out;
+  range.scale = args.scale;
+  range.end = args.count;
+  range.stream = options.stream_bytes != 0 && out_bytes >= options.stream_bytes;
   WideRangeFn fn = wideRangeFunction(options.isa);
   runInParts(args.count, args.narrow_out ? 2 : sizeof(float), options,
              [&](size_t begin, size_t end) {

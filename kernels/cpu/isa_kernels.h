@@ -33,6 +33,7 @@ struct WideSumRange {
   float scale;
   size_t begin;
   size_t end;
+  bool stream;  // use non-temporal stores for the destination
 };
 
 namespace scalar {

@@ -32,6 +32,8 @@ struct WideSumKernel {
   static constexpr size_t kLanesPer = kLanes<float>;
   // Independent vectors per step: enough loads in flight to hide memory latency.
   static constexpr size_t kUnroll = 4;
+  static constexpr size_t kOutElem = kNarrowOut ? 2 : 4;
+  static constexpr size_t kOutBytes = kLanesPer * kOutElem;
 
   const unsigned char* acc;
   const unsigned char* const* srcs;
@@ -40,6 +42,7 @@ struct WideSumKernel {
   float scale;
   bool scaled;
 
+  template <bool kStream = false>
   void vector(size_t i) const {
     Vec<float> v;
     int s = 0;
@@ -50,11 +53,39 @@ struct WideSumKernel {
     }
     for (; s < nsrcs; ++s) v = v + load<T>(srcs[s] + i * 2);
     if (scaled) v = v * scale;
-    if constexpr (kNarrowOut) {
-      store<T>(dst + i * 2, v);
+    if constexpr (kStream) {
+      alignas(64) unsigned char buf[kOutBytes];
+      put(buf, v);
+      streamOut(dst + i * kOutElem, buf);
     } else {
-      store<float>(dst + i * 4, v);
+      put(dst + i * kOutElem, v);
     }
+  }
+
+  static void put(unsigned char* p, Vec<float> v) {
+    if constexpr (kNarrowOut) {
+      store<T>(p, v);
+    } else {
+      store<float>(p, v);
+    }
+  }
+
+  static void streamOut(unsigned char* p, const unsigned char* buf) {
+#if RD_HAVE_STREAMING_STORES
+    if constexpr (kOutBytes == 64) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), _mm512_load_si512(buf));
+    } else if constexpr (kOutBytes == 32) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p),
+                          _mm256_load_si256(reinterpret_cast<const __m256i*>(buf)));
+    } else if constexpr (kOutBytes == 16) {
+      _mm_stream_si128(reinterpret_cast<__m128i*>(p),
+                       _mm_load_si128(reinterpret_cast<const __m128i*>(buf)));
+    } else {
+      __builtin_memcpy(p, buf, kOutBytes);
+    }
+#else
+    __builtin_memcpy(p, buf, kOutBytes);
+#endif
   }
 
   void element(size_t i) const {
@@ -74,12 +105,30 @@ struct WideSumKernel {
     }
   }
 
-  void run(size_t begin, size_t end) const {
-    size_t i = begin;
+  template <bool kStream>
+  size_t bulk(size_t i, size_t end) const {
     for (; i + kUnroll * kLanesPer <= end; i += kUnroll * kLanesPer) {
-      for (size_t u = 0; u < kUnroll; ++u) vector(i + u * kLanesPer);
+      for (size_t u = 0; u < kUnroll; ++u) vector<kStream>(i + u * kLanesPer);
     }
-    for (; i + kLanesPer <= end; i += kLanesPer) vector(i);
+    for (; i + kLanesPer <= end; i += kLanesPer) vector<kStream>(i);
+    return i;
+  }
+
+  // Large destinations (beyond the caches) take non-temporal stores, as memcpy does: a plain
+  // store first reads the line it writes. Elements are peeled until the stores are aligned.
+  void run(size_t begin, size_t end, bool stream) const {
+    size_t i = begin;
+    const auto addr = [&](size_t k) { return reinterpret_cast<uintptr_t>(dst + k * kOutElem); };
+    stream = stream && RD_HAVE_STREAMING_STORES && kOutBytes >= 16 && addr(i) % kOutElem == 0;
+    if (stream) {
+      while (i < end && addr(i) % kOutBytes != 0) element(i++);
+      i = bulk<true>(i, end);
+#if RD_HAVE_STREAMING_STORES
+      _mm_sfence();  // make the non-temporal stores visible before the caller reads dst
+#endif
+    } else {
+      i = bulk<false>(i, end);
+    }
     for (; i < end; ++i) element(i);
   }
 };
@@ -92,7 +141,7 @@ void runWide(const WideSumRange& r) {
                                        static_cast<unsigned char*>(r.dst),
                                        r.scale,
                                        r.scale != 1.0f};
-  k.run(r.begin, r.end);
+  k.run(r.begin, r.end, r.stream);
 }
 
 template <class T>

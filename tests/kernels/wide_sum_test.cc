@@ -35,11 +35,13 @@ uint32_t bitsOf(float f) {
   return u;
 }
 
+// Three threads also use non-temporal stores for every destination (the large-buffer path).
 Options optionsFor(Isa isa, int threads) {
   Options o;
   o.isa = isa;
   o.threads = threads;
   o.split_bytes = 4096;
+  o.stream_bytes = threads > 1 ? 1 : 0;
   return o;
 }
 
