@@ -27,7 +27,7 @@ allow() {
 have() { command -v "$1" >/dev/null 2>&1; }
 header_lib() {  # header_lib HEADER LIBNAME: both the header and the library are installed
   [[ -f /usr/include/$1 || -f /usr/local/include/$1 ]] &&
-    find /usr/lib /usr/lib64 /usr/local/lib -maxdepth 2 -name "lib$2.*" 2>/dev/null | grep -q .
+    [[ -n $(find /usr/lib /usr/lib64 /usr/local/lib -maxdepth 2 -name "lib$2.*" -print -quit 2>/dev/null) ]]
 }
 
 check_tools() {
