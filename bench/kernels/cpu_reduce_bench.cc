@@ -65,6 +65,27 @@ void BM_Memcpy(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 2 * kBytesPerSource);
 }
 
+// The timed loop of a kernel benchmark: the configured options with @p threads (returned in
+// @p options for the label), @p call once per iteration; false (the run marked skipped) when the
+// settings are invalid or a call fails.
+template <class Call>
+bool timeKernel(benchmark::State& state, int threads, const char* failure, Options* options,
+                Call call) {
+  if (rd::kernels::cpu::configuredOptions(options) != rdSuccess) {
+    state.SkipWithError("invalid LIBREDUCE_* kernel settings");
+    return false;
+  }
+  options->threads = threads;
+  for (auto _ : state) {
+    if (call(*options) != rdSuccess) {
+      state.SkipWithError(failure);
+      return false;
+    }
+    benchmark::ClobberMemory();
+  }
+  return true;
+}
+
 void BM_Reduce(benchmark::State& state) {
   const auto dtype = static_cast<rdDataType_t>(state.range(0));
   const int nsrcs = static_cast<int>(state.range(1));
@@ -80,17 +101,9 @@ void BM_Reduce(benchmark::State& state) {
   args.dtype = dtype;
   args.op = rdSum;
   Options options;
-  if (rd::kernels::cpu::configuredOptions(&options) != rdSuccess) {
-    state.SkipWithError("invalid LIBREDUCE_* kernel settings");
+  if (!timeKernel(state, threads, "reduce failed", &options,
+                  [&](const Options& o) { return rd::kernels::cpu::reduce(args, o); })) {
     return;
-  }
-  options.threads = threads;
-  for (auto _ : state) {
-    if (rd::kernels::cpu::reduce(args, options) != rdSuccess) {
-      state.SkipWithError("reduce failed");
-      return;
-    }
-    benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * (nsrcs + 1) *
                           static_cast<int64_t>(kBytesPerSource));
@@ -119,17 +132,9 @@ void BM_Convert(benchmark::State& state) {
     args.narrow_out = true;
   }
   Options options;
-  if (rd::kernels::cpu::configuredOptions(&options) != rdSuccess) {
-    state.SkipWithError("invalid LIBREDUCE_* kernel settings");
+  if (!timeKernel(state, threads, "conversion failed", &options,
+                  [&](const Options& o) { return rd::kernels::cpu::wideSum(args, o); })) {
     return;
-  }
-  options.threads = threads;
-  for (auto _ : state) {
-    if (rd::kernels::cpu::wideSum(args, options) != rdSuccess) {
-      state.SkipWithError("conversion failed");
-      return;
-    }
-    benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 6 *
                           static_cast<int64_t>(count));
