@@ -60,7 +60,10 @@ rdResult_t Communicator::start() {
       links_.push_back(link);
     }
   }
-  // Connection failures from here on are retried until the join deadline.
+  // Connection failures from here on are retried until the join deadline. The request exists
+  // before the first connect: a failure that comes before join() (a wrong secret, found in the
+  // bootstrap handshake) completes it, and join() returns that.
+  join_request_ = std::make_shared<Request>();
   join_deadline_ = Clock::now() + std::chrono::milliseconds(config_.timeout_ms);
   return transport_->runSync([this] {
     RD_CHECK(transport_->listen(config_.listen_host, 0, &listen_address_));
@@ -107,8 +110,8 @@ void Communicator::retryConnections(Clock::time_point now) {
 }
 
 rdResult_t Communicator::join() {
-  join_request_ = std::make_shared<Request>();
   transport_->post([this] {
+    hellos_sent_ = true;
     for (uint32_t i = 0; i < links_.size(); ++i) sendHello(i);
   });
   // The reducers time a join out after timeout_ms and say who is missing: wait a little longer.
@@ -302,7 +305,7 @@ void Communicator::reapFinished() {
 void Communicator::onTick() {
   auto now = Clock::now();
   if (holding_failure_ && now >= notice_deadline_) releaseFailure();
-  if (join_request_ && joined_links_ < links_.size()) retryConnections(now);
+  if (hellos_sent_ && joined_links_ < links_.size()) retryConnections(now);
   for (auto& op : snapshot()) op->onTick(now);
   reapFinished();
 }

@@ -179,6 +179,7 @@ class Communicator {
 
   // Join progress (progress thread), reported through join_request_.
   uint32_t joined_links_ = 0;
+  bool hellos_sent_ = false;  // from then on, lost connections are retried until the deadline
   Clock::time_point join_deadline_{};
   std::map<uint32_t, auth::Nonce> reducer_nonces_;
   std::shared_ptr<Request> join_request_;

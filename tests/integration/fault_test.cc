@@ -179,7 +179,9 @@ TEST(Auth, WrongOrMissingSecretIsRefusedOnBothSides) {
     ASSERT_TRUE(cluster.wait(bad, seconds(30))) << joinedOutput(bad);
     for (Process* p : bad) {
       EXPECT_EQ(p->status, 2) << p->output;
-      EXPECT_NE(p->output.find("authentication failed"), std::string::npos) << p->output;
+      EXPECT_NE(p->output.find("authentication failed"), std::string::npos)
+          << p->output << "\nreducer:\n"
+          << r[0].process->output;
     }
   }
   EXPECT_TRUE(cluster.waitForOutput(r[0].process, "authentication failed", seconds(5)))
