@@ -15,10 +15,16 @@ rank trains on its shard). Rank 0 prints the loss and test accuracy after every 
 program exits 1 if the final accuracy is below --min-accuracy. --wire-dtype bf16 sends the
 float32 gradients to the reducers as bfloat16 (summed there in float32); --history FILE writes
 rank 0's per-epoch loss and accuracy as JSON.
+
+As a hyperparameter-tuning trial (CLOUD_ML_HP_METRIC_FILE names the metrics file), rank 0 also
+reports the test accuracy after every epoch under the tag "accuracy" (global step = epoch, from
+1), through Google's cloudml-hypertune package if installed, else libreduce.hypertune; the last
+report is the final accuracy.
 """
 
 import argparse
 import json
+import os
 import time
 
 import torch
@@ -53,6 +59,17 @@ def evaluate(model, loader):
     return counts[0].item() / counts[1].item()
 
 
+def metric_reporter():
+    """A hypertune reporter when this run is a tuning trial, else None."""
+    if not os.environ.get("CLOUD_ML_HP_METRIC_FILE"):
+        return None
+    try:
+        import hypertune
+    except ImportError:
+        from libreduce import hypertune
+    return hypertune.HyperTune()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=6)
@@ -85,6 +102,7 @@ def main():
         print("training on %d ranks, backend %s, %d samples per rank per epoch"
               % (size, dist.get_backend(), len(sampler)), flush=True)
 
+    reporter = metric_reporter() if rank == 0 else None
     start = time.monotonic()
     accuracy = 0.0
     history = []
@@ -104,6 +122,9 @@ def main():
         if rank == 0:
             print("epoch %d: loss %.4f  test accuracy %.3f" % (epoch + 1, total[0] / total[1],
                                                                accuracy), flush=True)
+        if reporter is not None:
+            reporter.report_hyperparameter_tuning_metric("accuracy", accuracy,
+                                                         global_step=epoch + 1)
     dist.barrier()
     if rank == 0 and args.history:
         with open(args.history, "w") as f:

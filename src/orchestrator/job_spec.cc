@@ -13,6 +13,7 @@
 #include "common/limits.h"
 #include "common/settings.h"
 #include "common/status.h"
+#include "orchestrator/job_spec_reader.h"
 #include "orchestrator/managed_env.h"
 #include "orchestrator/spec_fields.h"
 
@@ -321,32 +322,38 @@ void readPools(const FieldMap& top, JobSpec* spec) {
 
 // ---- the document ---------------------------------------------------------------------------
 
-void readSpec(const YAML::Node& root, JobSpec* spec) {
-  Field top{root, "", root.Mark()};
+}  // namespace
+
+void readJobSpecField(const Field& top, JobSpec* spec, bool name_required) {
   FieldMap map(top,
                {"displayName", "baseOutputDirectory", "scheduling", "libreduce", "workerPoolSpecs"},
                "the job spec to be a map", kTopHints);
-  spec->name = readDisplayName(map.require("displayName", "name the job ([A-Za-z0-9_.-])"));
+  if (name_required) {
+    spec->name = readDisplayName(map.require("displayName", "name the job ([A-Za-z0-9_.-])"));
+  } else if (auto f = map.get("displayName")) {
+    spec->name = readDisplayName(*f);
+  }
   if (auto f = map.get("baseOutputDirectory")) spec->base_output_dir = readOutputDir(*f);
   readPools(map, spec);
   if (auto f = map.get("scheduling")) spec->scheduling = readScheduling(*f);
   if (auto f = map.get("libreduce")) readLibreduce(*f, spec);
 }
 
-std::string formatError(const std::string& source, const YAML::Mark& mark, const std::string& path,
-                        const std::string& message) {
+std::string formatSpecError(const std::string& source, const YAML::Mark& mark,
+                            const std::string& path, const std::string& message) {
   int line = mark.is_null() ? 1 : mark.line + 1;
   int column = mark.is_null() ? 1 : mark.column + 1;
   std::string where = source + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
   return where + (path.empty() ? "" : path + ": ") + message;
 }
 
-// The one document of the spec; empty files and extra documents are errors.
-YAML::Node loadDocument(const std::string& text) {
+namespace {
+
+// The one document of a spec; empty files and extra documents are errors.
+YAML::Node loadSpecDocument(const std::string& text, const std::string& expected) {
   std::vector<YAML::Node> docs = YAML::LoadAll(text);
   if (docs.empty() || docs[0].IsNull()) {
-    throw SpecError{YAML::Mark(), "",
-                    "the spec is empty; expected a map with displayName and workerPoolSpecs"};
+    throw SpecError{YAML::Mark(), "", "the spec is empty; expected " + expected};
   }
   for (size_t i = 1; i < docs.size(); ++i) {
     if (!docs[i].IsNull()) {
@@ -359,6 +366,43 @@ YAML::Node loadDocument(const std::string& text) {
 }
 
 }  // namespace
+
+bool parseSpecText(const std::string& text, const std::string& source, const std::string& expected,
+                   const std::function<void(const Field&)>& read, std::string* error) {
+  try {
+    YAML::Node root = loadSpecDocument(text, expected);
+    read(Field{root, "", root.Mark()});
+  } catch (const SpecError& e) {
+    *error = formatSpecError(source, e.mark, e.path, e.message);
+    return false;
+  } catch (const YAML::ParserException& e) {
+    *error = formatSpecError(source, e.mark, "", "YAML syntax error: " + e.msg);
+    return false;
+  } catch (const YAML::Exception& e) {  // not expected: the readers check before converting
+    *error = formatSpecError(source, e.mark, "", "cannot read the spec: " + e.msg);
+    return false;
+  }
+  return true;
+}
+
+bool readSpecFile(const std::string& path, const std::string& what, std::string* text,
+                  std::string* error) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    *error = path + ": cannot open the " + what + ": " + std::strerror(errno);
+    return false;
+  }
+  char buf[65536];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, file)) > 0) text->append(buf, n);
+  int read_errno = std::ferror(file) != 0 ? errno : 0;
+  std::fclose(file);
+  if (read_errno != 0) {
+    *error = path + ": cannot read the " + what + ": " + std::strerror(read_errno);
+    return false;
+  }
+  return true;
+}
 
 const char* poolName(PoolKind kind) {
   switch (kind) {
@@ -404,16 +448,8 @@ bool parseDuration(const std::string& text, int64_t* seconds) {
 bool parseJobSpec(const std::string& text, const std::string& source, JobSpec* spec,
                   std::string* error) {
   JobSpec parsed;
-  try {
-    readSpec(loadDocument(text), &parsed);
-  } catch (const SpecError& e) {
-    *error = formatError(source, e.mark, e.path, e.message);
-    return false;
-  } catch (const YAML::ParserException& e) {
-    *error = formatError(source, e.mark, "", "YAML syntax error: " + e.msg);
-    return false;
-  } catch (const YAML::Exception& e) {  // not expected: the readers check before converting
-    *error = formatError(source, e.mark, "", "cannot read the spec: " + e.msg);
+  auto read = [&](const Field& top) { readJobSpecField(top, &parsed, true); };
+  if (!parseSpecText(text, source, "a map with displayName and workerPoolSpecs", read, error)) {
     return false;
   }
   *spec = std::move(parsed);
@@ -421,22 +457,8 @@ bool parseJobSpec(const std::string& text, const std::string& source, JobSpec* s
 }
 
 bool loadJobSpec(const std::string& path, JobSpec* spec, std::string* error) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    *error = path + ": cannot open the job spec: " + std::strerror(errno);
-    return false;
-  }
   std::string text;
-  char buf[65536];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, file)) > 0) text.append(buf, n);
-  int read_errno = std::ferror(file) != 0 ? errno : 0;
-  std::fclose(file);
-  if (read_errno != 0) {
-    *error = path + ": cannot read the job spec: " + std::strerror(read_errno);
-    return false;
-  }
-  return parseJobSpec(text, path, spec, error);
+  return readSpecFile(path, "job spec", &text, error) && parseJobSpec(text, path, spec, error);
 }
 
 bool isRankPool(PoolKind kind) {

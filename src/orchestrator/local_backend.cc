@@ -154,6 +154,9 @@ bool LocalJob::prepare(std::string* error) {
   layout_.job_id = options_.job_id.empty() ? makeJobId(spec_.name) : options_.job_id;
   std::string base = spec_.base_output_dir.empty() ? "reducectl-jobs" : spec_.base_output_dir;
   layout_.output_dir = absolutePath(base) + "/" + layout_.job_id;
+  if (!options_.trial_id.empty()) layout_.output_dir += "/" + options_.trial_id;
+  layout_.trial_id = options_.trial_id;
+  layout_.hp_metric_file = options_.hp_metric_file;
   log_dir_ = layout_.output_dir + "/reducectl";
   for (const char* sub : {"/reducectl", "/model", "/checkpoints", "/logs"}) {
     if (!makeDirectories(layout_.output_dir + sub, error)) return false;

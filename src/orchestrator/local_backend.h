@@ -19,10 +19,14 @@ const char* jobStateName(JobState state);
 struct RunOptions {
   std::string reduce_server;  // the built-in reducer's program
   std::string job_id;         // empty: NAME-YYYYMMDD-HHMMSS-XXXX
-  int ready_timeout_s = 30;   // a reducer not ready by then fails the job
-  int stop_grace_s = 10;      // SIGTERM, then this long, then SIGKILL
-  int finish_grace_s = 10;    // after the primary succeeds, how long the others get to end
-  bool quiet = false;         // replicas' output only to their logs, not to the terminal
+  // A trial of the tuning job job_id: the job runs in BASE/job_id/trial_id, its replicas get
+  // CLOUD_ML_TRIAL_ID and CLOUD_ML_HP_METRIC_FILE = hp_metric_file.
+  std::string trial_id;
+  std::string hp_metric_file;
+  int ready_timeout_s = 30;  // a reducer not ready by then fails the job
+  int stop_grace_s = 10;     // SIGTERM, then this long, then SIGKILL
+  int finish_grace_s = 10;   // after the primary succeeds, how long the others get to end
+  bool quiet = false;        // replicas' output only to their logs, not to the terminal
   // Each replica in its own network namespace behind a link capped at its pool's nicGbps
   // (root; network_emulation.h), built with the harness tool at netns_tool.
   bool emulate_network = false;

@@ -26,6 +26,7 @@ constexpr ManagedVariable kManaged[] = {
     {"TORCHELASTIC_RESTART_COUNT", {}, kPerReplica},
     {"CLOUD_ML_JOB_ID", {}, kPerReplica},
     {"CLOUD_ML_TRIAL_ID", {}, kPerReplica},
+    {"CLOUD_ML_HP_METRIC_FILE", {}, "reducectl gives each trial of a tuning job its own file"},
     {"AIP_MODEL_DIR", {}, kPerReplica},
     {"AIP_CHECKPOINT_DIR", {}, kPerReplica},
     {"AIP_TENSORBOARD_LOG_DIR", {}, kPerReplica},

@@ -4,6 +4,7 @@
 //                      [--stop-grace SEC] [--emulate-network] [--netns-tool PATH]
 //   reducectl launch [--workers N] [--reducers M] [--algo NAME] [--timeout SEC] [--name NAME]
 //                    [--output-dir DIR] [run options] -- PROGRAM [ARGS...]
+//   reducectl tune SPEC [--job-id ID] [--quiet] [run options] | reducectl tune --resume DIR
 //   reducectl validate SPEC
 //   reducectl plan (SPEC | --workers N --worker-gbps G) [--reducer-gbps R] [--reducers K]
 //
@@ -21,8 +22,11 @@
 #include "common/algorithm.h"
 #include "common/limits.h"
 #include "orchestrator/job_spec.h"
+#include "orchestrator/job_spec_reader.h"
 #include "orchestrator/local_backend.h"
 #include "orchestrator/plan_model.h"
+#include "orchestrator/tuning/tuning_job.h"
+#include "orchestrator/tuning/tuning_spec.h"
 
 namespace {
 
@@ -36,7 +40,10 @@ void usage(FILE* out) {
       "usage: reducectl run SPEC [options]     run a job on this machine\n"
       "       reducectl launch [options] -- PROGRAM [ARGS...]\n"
       "                                        run PROGRAM as N ranks through M reducers\n"
-      "       reducectl validate SPEC          check a job spec, describe the job\n"
+      "       reducectl tune SPEC [options]    run a hyperparameter tuning job: trials of its\n"
+      "                                        trialJobSpec, parameters from its studySpec\n"
+      "       reducectl tune --resume DIR      continue the tuning job kept in DIR\n"
+      "       reducectl validate SPEC          check a job or tuning spec, describe it\n"
       "       reducectl plan SPEC | --workers N --worker-gbps G [--reducer-gbps R] "
       "[--reducers K]\n"
       "                                        how many reducers, and the predicted speed-up\n"
@@ -276,10 +283,68 @@ std::string describeJob(const JobSpec& spec) {
   return out;
 }
 
+std::string readSpecOrDie(const std::string& path) {
+  std::string text, error;
+  if (!rd::orch::readSpecFile(path, "spec", &text, &error)) die(error);
+  return text;
+}
+
+const char* algorithmText(rd::orch::tune::Algorithm a) {
+  switch (a) {
+    case rd::orch::tune::Algorithm::kGrid: return "grid search";
+    case rd::orch::tune::Algorithm::kRandom: return "random search";
+    case rd::orch::tune::Algorithm::kBayesian: return "Bayesian optimization";
+  }
+  return "?";
+}
+
+int cmdTune(int argc, char** argv) {
+  Args args = parseArgs(argc, argv, 2, {"--quiet", "--emulate-network"});
+  rd::orch::tune::TuneOptions options;
+  options.run = defaultRunOptions();
+  options.plot_tool = RD_PLOT_TRIALS_DEFAULT;
+  for (const auto& [name, value] : args.flags) {
+    if (name == "--resume") {
+      options.resume_dir = value;
+    } else if (name == "--quiet") {
+      options.quiet = true;
+    } else if (!runOption(name, value, &options.run)) {
+      die("unknown option " + name + " for tune (see reducectl --help)");
+    }
+  }
+  options.job_id = options.run.job_id;
+  options.run.job_id.clear();
+  std::string path;
+  if (!options.resume_dir.empty()) {
+    if (!args.words.empty()) die("tune --resume DIR takes the spec kept in DIR, not another");
+    path = options.resume_dir + "/" + rd::orch::tune::kKeptSpecName;
+  } else {
+    path = oneWord(args, "tune");
+  }
+  std::string text = readSpecOrDie(path);
+  rd::orch::tune::TuningSpec spec;
+  std::string error;
+  if (!rd::orch::tune::parseTuningSpec(text, path, &spec, &error)) die(error);
+  return rd::orch::tune::runTuningJob(spec, text, options);
+}
+
 int cmdValidate(int argc, char** argv) {
   Args args = parseArgs(argc, argv, 2, {});
   if (!args.flags.empty()) die("validate takes no options");
   std::string path = oneWord(args, "validate");
+  std::string text = readSpecOrDie(path);
+  if (rd::orch::tune::looksLikeTuningSpec(text)) {
+    rd::orch::tune::TuningSpec tuning;
+    std::string error;
+    if (!rd::orch::tune::parseTuningSpec(text, path, &tuning, &error)) die(error);
+    std::printf(
+        "%s: valid; tuning job '%s': %d trials, %d at once, %zu parameters, %s; each "
+        "trial: %s\n",
+        path.c_str(), tuning.name.c_str(), tuning.max_trials, tuning.parallel_trials,
+        tuning.study.parameters.size(), algorithmText(tuning.study.algorithm),
+        describeJob(tuning.trial).c_str());
+    return 0;
+  }
   JobSpec spec = loadOrDie(path);
   std::printf("%s: valid; %s\n", path.c_str(), describeJob(spec).c_str());
   return 0;
@@ -345,9 +410,14 @@ int main(int argc, char** argv) {
     std::fflush(stderr);
     _exit(code);
   }
+  if (command == "tune") {
+    int code = cmdTune(argc, argv);
+    std::fflush(nullptr);
+    _exit(code);
+  }
   if (command == "validate") return cmdValidate(argc, argv);
   if (command == "plan") return cmdPlan(argc, argv);
-  std::fprintf(stderr, "reducectl: unknown command '%s' (run, launch, validate, plan)\n",
+  std::fprintf(stderr, "reducectl: unknown command '%s' (run, launch, tune, validate, plan)\n",
                command.c_str());
   usage(stderr);
   return kExitUsage;

@@ -74,7 +74,8 @@ std::string clusterSpecJson(const JobSpec& spec, const JobLayout& layout,
   return "{\"cluster\": {" + cluster +
          "}, \"environment\": \"cloud\", \"task\": {\"type\": " + jsonString(task_type) +
          ", \"index\": " + std::to_string(replica.index) +
-         ", \"trial\": \"\"}, \"job\": {\"displayName\": " + jsonString(spec.name) +
+         ", \"trial\": " + jsonString(layout.trial_id) +
+         "}, \"job\": {\"displayName\": " + jsonString(spec.name) +
          ", \"jobId\": " + jsonString(layout.job_id) + ", \"workerPoolSpecs\": [" + pool_specs +
          "]}}";
 }
@@ -133,7 +134,8 @@ void addLibreduceVariables(const JobSpec& spec, const JobLayout& layout, const R
     env->emplace_back("LIBREDUCE_REDUCERS", joinComma(poolAddresses(layout, PoolKind::kReducers)));
     // A fresh communicator per gang attempt, so a restarted job never meets stale state.
     env->emplace_back("LIBREDUCE_COMM_ID",
-                      layout.job_id + "-attempt" + std::to_string(layout.attempt));
+                      layout.job_id + (layout.trial_id.empty() ? "" : "-trial" + layout.trial_id) +
+                          "-attempt" + std::to_string(layout.attempt));
   }
   env->emplace_back("LIBREDUCE_SECRET_FILE", layout.secret_file);
   for (const auto& entry : spec.libreduce_env) env->push_back(entry);
@@ -154,7 +156,10 @@ void addVertexVariables(const JobLayout& layout, EnvList* env) {
   env->emplace_back("AIP_CHECKPOINT_DIR", base + sep + "checkpoints/");
   env->emplace_back("AIP_TENSORBOARD_LOG_DIR", base + sep + "logs/");
   env->emplace_back("CLOUD_ML_JOB_ID", layout.job_id);
-  env->emplace_back("CLOUD_ML_TRIAL_ID", "");
+  env->emplace_back("CLOUD_ML_TRIAL_ID", layout.trial_id);
+  if (!layout.hp_metric_file.empty()) {
+    env->emplace_back("CLOUD_ML_HP_METRIC_FILE", layout.hp_metric_file);
+  }
 }
 
 }  // namespace

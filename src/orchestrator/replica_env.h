@@ -24,6 +24,10 @@ struct JobLayout {
   // rendezvous).
   std::array<std::vector<std::string>, kPoolCount> addresses;
   std::string secret_file;  // the job secret's file (0600); the secret itself is never in env
+  // A trial of a tuning job (job_id is then the tuning job's): CLOUD_ML_TRIAL_ID, and the file
+  // its hypertune reports go to (CLOUD_ML_HP_METRIC_FILE). Empty for a plain job.
+  std::string trial_id;
+  std::string hp_metric_file;
 };
 
 /** One replica: which pool, which index, how many times it was restarted on its own. */
@@ -46,7 +50,8 @@ struct ReplicaId {
  *   LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT
  * - LIBREDUCE_REDUCERS, LIBREDUCE_COMM_ID, LIBREDUCE_SECRET_FILE, the spec's libreduce settings
  * - AIP_MODEL_DIR, AIP_CHECKPOINT_DIR, AIP_TENSORBOARD_LOG_DIR (under output_dir),
- *   CLOUD_ML_JOB_ID, CLOUD_ML_TRIAL_ID (empty)
+ *   CLOUD_ML_JOB_ID, CLOUD_ML_TRIAL_ID (the trial's id, empty outside a tuning job), and in a
+ *   trial CLOUD_ML_HP_METRIC_FILE
  */
 std::vector<std::pair<std::string, std::string>> replicaEnvironment(const JobSpec& spec,
                                                                     const JobLayout& layout,
