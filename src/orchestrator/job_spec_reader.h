@@ -28,8 +28,7 @@ std::string formatSpecError(const std::string& source, const YAML::Mark& mark,
  * document, YAML syntax and whatever @p read throws become *error, formatted. @p expected says
  * what an empty spec should have held ("a map with displayName and workerPoolSpecs").
  */
-bool parseSpecText(const std::string& text, const std::string& source,
-                   const std::string& expected,
+bool parseSpecText(const std::string& text, const std::string& source, const std::string& expected,
                    const std::function<void(const spec::Field&)>& read, std::string* error);
 
 /** Reads the file at @p path into @p text; @p what names it in errors ("job spec"). */

@@ -276,15 +276,17 @@ TEST(TuningRandom, ReproducibleInRangeAndSeedDependent) {
 TEST(TuningRandom, FiniteSpaceRunsOut) {
   const std::vector<ParameterSpec> parameters = {numeric("a", ParameterKind::kInteger, 1, 3),
                                                  categorical("c", {"x", "y"})};
-  const auto done = runStudy(study(parameters, Algorithm::kRandom, 3), 20,
-                             [](const Assignment&) { return 0.0; });
+  const auto done =
+      runStudy(study(parameters, Algorithm::kRandom, 3), 20, [](const Assignment&) { return 0.0; });
   std::set<std::string> keys;
   for (const Observation& o : done) keys.insert(assignmentKey(o.parameters));
   EXPECT_EQ(done.size(), 6u);
   EXPECT_EQ(keys.size(), 6u);
 }
 
-double smooth(double x) { return std::sin(6 * x) + 0.5 * x; }
+double smooth(double x) {
+  return std::sin(6 * x) + 0.5 * x;
+}
 
 TEST(TuningGaussianProcess, FitsASmoothFunction) {
   std::vector<std::vector<double>> x;

@@ -136,8 +136,8 @@ TEST(TuningSpec, ParameterRulesAreChecked) {
 TEST(TuningSpec, OutputDirectoryIsGivenOnce) {
   std::string twice = std::string(kSpec) + "  baseOutputDirectory: /tmp/other\n";
   EXPECT_NE(errorOf(twice).find("give baseOutputDirectory once"), std::string::npos);
-  std::string in_trial = replaced("baseOutputDirectory: /tmp/tuning\n", "") +
-                         "  baseOutputDirectory: /tmp/other\n";
+  std::string in_trial =
+      replaced("baseOutputDirectory: /tmp/tuning\n", "") + "  baseOutputDirectory: /tmp/other\n";
   TuningSpec spec;
   std::string error;
   ASSERT_TRUE(parseTuningSpec(in_trial, "t", &spec, &error)) << error;

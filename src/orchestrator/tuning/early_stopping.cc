@@ -55,13 +55,13 @@ bool shouldStopEarly(const Trial& trial, const TuningRecord& record, const Study
   if (!better(median, *mine, study.metrics[0].goal)) return false;
   *why = "its best " + study.metrics[0].id + " so far, " + number(*mine) +
          ", is worse than the median " + number(median) + " of " + std::to_string(n) +
-         " completed trials at the same " + (elapsed ? "time (" + number(at) + " s)" :
-                                              "step (" + number(at) + ")");
+         " completed trials at the same " +
+         (elapsed ? "time (" + number(at) + " s)" : "step (" + number(at) + ")");
   return true;
 }
 
-std::string studyStopReason(const TuningRecord& record, const StudySpec& study,
-                            double elapsed_s, double since_progress_s, int trials_since_progress) {
+std::string studyStopReason(const TuningRecord& record, const StudySpec& study, double elapsed_s,
+                            double since_progress_s, int trials_since_progress) {
   int best = bestTrial(record);
   if (best >= 0) {
     const Trial& t = record.trials[static_cast<size_t>(best)];

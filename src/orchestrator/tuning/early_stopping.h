@@ -27,7 +27,7 @@ bool shouldStopEarly(const Trial& trial, const TuningRecord& record, const Study
  * maxDurationNoProgress passed since the best improved, or the study ran maxDuration. The reason
  * for starting no more trials, or "".
  */
-std::string studyStopReason(const TuningRecord& record, const StudySpec& study,
-                            double elapsed_s, double since_progress_s, int trials_since_progress);
+std::string studyStopReason(const TuningRecord& record, const StudySpec& study, double elapsed_s,
+                            double since_progress_s, int trials_since_progress);
 
 }  // namespace rd::orch::tune

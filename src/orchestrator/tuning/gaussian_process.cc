@@ -26,7 +26,10 @@ constexpr double kMaxLogNoise = 0.7;    // 2: all noise
 
 // Weak priors: log length scale ~ N(log 0.5, 1), log signal variance ~ N(0, 1).
 #include <cstdlib>
-static double envd(const char* n, double d){ const char* v=std::getenv(n); return v?std::atof(v):d; }
+static double envd(const char* n, double d) {
+  const char* v = std::getenv(n);
+  return v ? std::atof(v) : d;
+}
 static const double kPriorLogLength = envd("T_PLL", -0.693);
 static const double kPriorSd = envd("T_PSD", 1.0);
 
@@ -106,7 +109,8 @@ std::pair<std::vector<double>, double> nelderMead(const Objective& f, std::vecto
   };
   while (used < budget) {
     std::iota(order.begin(), order.end(), size_t{0});
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return values[a] < values[b]; });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return values[a] < values[b]; });
     const size_t best = order.front(), worst = order.back(), second = order[dims - 1];
     if (values[worst] - values[best] < 1e-9 * (1 + std::fabs(values[best]))) break;
     std::vector<double> centroid(dims, 0.0);
@@ -148,7 +152,8 @@ std::pair<std::vector<double>, double> nelderMead(const Objective& f, std::vecto
       ++used;
     }
   }
-  const auto best = static_cast<size_t>(std::min_element(values.begin(), values.end()) - values.begin());
+  const auto best =
+      static_cast<size_t>(std::min_element(values.begin(), values.end()) - values.begin());
   return {simplex[best], values[best]};
 }
 
@@ -251,7 +256,8 @@ GpParams fitGpParams(const std::vector<std::vector<double>>& x, const std::vecto
   const size_t dims = n == 0 ? 0 : x.front().size();
   if (n == 0 || dims == 0) return paramsOf({std::log(0.5), 0.0, std::log(1e-4)}, dims);
   // Each evaluation factors an n x n matrix: fewer of them for a long history.
-  const double cost = static_cast<double>(n * n) * (static_cast<double>(n) / 3.0 + static_cast<double>(dims));
+  const double cost =
+      static_cast<double>(n * n) * (static_cast<double>(n) / 3.0 + static_cast<double>(dims));
   const int budget = std::max(60, std::min(options.max_evaluations, static_cast<int>(2e9 / cost)));
   auto objective = [&](const std::vector<double>& theta) {
     return penalizedCost(x, z, theta, options.priors);

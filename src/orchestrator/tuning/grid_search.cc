@@ -18,7 +18,9 @@ namespace {
 
 constexpr size_t kMaxSize = std::numeric_limits<size_t>::max();
 
-size_t saturatingAdd(size_t a, size_t b) { return a > kMaxSize - b ? kMaxSize : a + b; }
+size_t saturatingAdd(size_t a, size_t b) {
+  return a > kMaxSize - b ? kMaxSize : a + b;
+}
 size_t saturatingMul(size_t a, size_t b) {
   if (a == 0 || b == 0) return 0;
   return a > kMaxSize / b ? kMaxSize : a * b;
@@ -29,10 +31,10 @@ struct GridParam {
     size_t value = 0;                      // the index of the value that activates the children
     std::unique_ptr<Grid::List> children;  // never empty
   };
-  ParameterSpec spec;  // without conditionals
-  size_t count = 0;    // the number of values
+  ParameterSpec spec;            // without conditionals
+  size_t count = 0;              // the number of values
   std::vector<Branch> branches;  // ascending value index
-  size_t size = 0;     // points of this parameter with its active children
+  size_t size = 0;               // points of this parameter with its active children
 };
 
 }  // namespace
@@ -59,7 +61,8 @@ std::set<size_t> activatingValues(const ParameterSpec& spec,
   if (spec.kind == ParameterKind::kCategorical) {
     for (const std::string& category : conditional.parent_categories) {
       const auto at = std::find(spec.categories.begin(), spec.categories.end(), category);
-      if (at != spec.categories.end()) indices.insert(static_cast<size_t>(at - spec.categories.begin()));
+      if (at != spec.categories.end())
+        indices.insert(static_cast<size_t>(at - spec.categories.begin()));
     }
     return indices;
   }
@@ -121,7 +124,8 @@ GridParam buildParam(const ParameterSpec& spec, bool& has_double) {
 
 std::unique_ptr<Grid::List> buildList(const std::vector<ParameterSpec>& specs) {
   auto list = std::make_unique<Grid::List>();
-  for (const ParameterSpec& spec : specs) list->params.push_back(buildParam(spec, list->has_double));
+  for (const ParameterSpec& spec : specs)
+    list->params.push_back(buildParam(spec, list->has_double));
   list->suffix.assign(list->params.size(), 1);
   for (size_t i = list->params.size(); i-- > 1;) {
     list->suffix[i - 1] = saturatingMul(list->suffix[i], list->params[i].size);
@@ -139,7 +143,9 @@ ParameterValue valueAt(const ParameterSpec& spec, size_t index) {
       value.text = spec.categories[index];
       break;
     case ParameterKind::kDiscrete: value.number = spec.values[index]; break;
-    case ParameterKind::kInteger: value.number = std::ceil(spec.min) + static_cast<double>(index); break;
+    case ParameterKind::kInteger:
+      value.number = std::ceil(spec.min) + static_cast<double>(index);
+      break;
     case ParameterKind::kDouble: break;
   }
   return value;
@@ -148,7 +154,7 @@ ParameterValue valueAt(const ParameterSpec& spec, size_t index) {
 void appendList(const Grid::List& list, size_t index, Assignment& out);
 
 void appendParam(const GridParam& param, size_t index, Assignment& out) {
-  size_t value = 0;     // the value index at grid position `position`
+  size_t value = 0;  // the value index at grid position `position`
   size_t position = 0;
   for (const GridParam::Branch& branch : param.branches) {
     const size_t plain = branch.value - value;  // values without children, one point each
@@ -196,7 +202,9 @@ Grid::~Grid() = default;
 Grid::Grid(Grid&&) noexcept = default;
 Grid& Grid::operator=(Grid&&) noexcept = default;
 
-size_t Grid::size() const { return root_->has_double ? 0 : root_->size; }
+size_t Grid::size() const {
+  return root_->has_double ? 0 : root_->size;
+}
 
 Assignment Grid::at(size_t index) const {
   Assignment point;

@@ -32,6 +32,8 @@ std::unique_ptr<Searcher> makeSearcher(const StudySpec& study) {
   return makeBayesSearcher(study.parameters, goal, seed);
 }
 
-size_t gridSize(const std::vector<ParameterSpec>& parameters) { return Grid(parameters).size(); }
+size_t gridSize(const std::vector<ParameterSpec>& parameters) {
+  return Grid(parameters).size();
+}
 
 }  // namespace rd::orch::tune

@@ -17,9 +17,13 @@ uint64_t splitmixFinalize(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
-double clampUnit(double u) { return std::isnan(u) ? 0.5 : std::clamp(u, 0.0, 1.0); }
+double clampUnit(double u) {
+  return std::isnan(u) ? 0.5 : std::clamp(u, 0.0, 1.0);
+}
 
 bool sameNumber(double a, double b) {
   return std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b));
@@ -46,7 +50,9 @@ uint64_t Rng::next() {
   return result;
 }
 
-double Rng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+double Rng::uniform() {
+  return static_cast<double>(next() >> 11) * 0x1.0p-53;
+}
 
 double Rng::normal() {
   const double u1 = 1.0 - uniform();  // (0, 1]: log is finite
@@ -61,7 +67,8 @@ uint64_t mixSeed(uint64_t seed, uint64_t index) {
 std::string assignmentKey(const Assignment& assignment) {
   std::vector<std::string> parts;
   parts.reserve(assignment.size());
-  for (const ParameterValue& value : assignment) parts.push_back(value.id + "=" + formatValue(value));
+  for (const ParameterValue& value : assignment)
+    parts.push_back(value.id + "=" + formatValue(value));
   // Sorted: the same values listed in another order are the same point.
   std::sort(parts.begin(), parts.end());
   std::string key;
@@ -140,7 +147,8 @@ double SearchSpace::fromUnit(const Node& node, double u) const {
   u = clampUnit(u);
   double x = node.lo + u * (node.hi - node.lo);
   if (node.log) x = node.lo * std::exp(u * std::log(node.hi / node.lo));
-  if (node.reverse) x = node.hi + node.lo - node.lo * std::exp((1.0 - u) * std::log(node.hi / node.lo));
+  if (node.reverse)
+    x = node.hi + node.lo - node.lo * std::exp((1.0 - u) * std::log(node.hi / node.lo));
   return std::clamp(x, node.lo, node.hi);
 }
 

@@ -158,7 +158,7 @@ std::optional<Assignment> sampleUntried(const SearchSpace& space, const Grid& gr
 std::unique_ptr<Searcher> makeGridSearcher(const std::vector<ParameterSpec>& parameters);
 std::unique_ptr<Searcher> makeRandomSearcher(const std::vector<ParameterSpec>& parameters,
                                              uint64_t seed);
-std::unique_ptr<Searcher> makeBayesSearcher(const std::vector<ParameterSpec>& parameters,
-                                            Goal goal, uint64_t seed);
+std::unique_ptr<Searcher> makeBayesSearcher(const std::vector<ParameterSpec>& parameters, Goal goal,
+                                            uint64_t seed);
 
 }  // namespace rd::orch::tune

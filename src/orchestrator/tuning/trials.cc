@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 #include <yaml-cpp/yaml.h>
 
@@ -12,9 +12,9 @@
 namespace rd::orch::tune {
 namespace {
 
-constexpr TrialState kStates[] = {TrialState::kActive,     TrialState::kStopping,
-                                  TrialState::kSucceeded,  TrialState::kInfeasible,
-                                  TrialState::kFailed,     TrialState::kStopped};
+constexpr TrialState kStates[] = {TrialState::kActive,    TrialState::kStopping,
+                                  TrialState::kSucceeded, TrialState::kInfeasible,
+                                  TrialState::kFailed,    TrialState::kStopped};
 
 // Shortest text that reads back as the same double (JSON has no NaN or Inf: those are null).
 std::string jsonNumber(double v) {
@@ -50,8 +50,8 @@ std::string parametersJson(const Assignment& params) {
 }
 
 std::string trialJson(const Trial& t) {
-  std::string out = "    {\"id\": " + jsonString(t.id) + ", \"state\": " +
-                    jsonString(trialStateName(t.state)) +
+  std::string out = "    {\"id\": " + jsonString(t.id) +
+                    ", \"state\": " + jsonString(trialStateName(t.state)) +
                     ",\n     \"parameters\": " + parametersJson(t.parameters);
   if (t.final_measurement) {
     out += ",\n     \"finalMeasurement\": " + measurementJson(*t.final_measurement);
@@ -196,8 +196,8 @@ std::string tuningRecordJson(const TuningRecord& record) {
   out += ",\n \"metrics\": [";
   for (size_t i = 0; i < record.metrics.size(); ++i) {
     const MetricSpec& m = record.metrics[i];
-    out += std::string(i ? ", " : "") + "{\"metricId\": " + jsonString(m.id) + ", \"goal\": " +
-           (m.goal == Goal::kMaximize ? "\"MAXIMIZE\"" : "\"MINIMIZE\"") + "}";
+    out += std::string(i ? ", " : "") + "{\"metricId\": " + jsonString(m.id) +
+           ", \"goal\": " + (m.goal == Goal::kMaximize ? "\"MAXIMIZE\"" : "\"MINIMIZE\"") + "}";
   }
   int best = bestTrial(record);
   out += "],\n \"bestTrialId\": " +

@@ -29,8 +29,8 @@ struct Trial {
   Assignment parameters;
   TrialState state = TrialState::kActive;
   bool early_stopped = false;
-  std::string cause;      // why it failed or was stopped
-  std::string job_dir;    // BASE/TUNING_JOB_ID/ID
+  std::string cause;       // why it failed or was stopped
+  std::string job_dir;     // BASE/TUNING_JOB_ID/ID
   std::string start_time;  // ISO 8601
   std::string end_time;
   double start_epoch = 0;  // wall-clock start, seconds since the epoch (elapsed-time stopping)

@@ -32,8 +32,7 @@ constexpr int kPollMs = 250;  // how often running trials' metrics files are rea
 constexpr const char* kRunAgain = "run again as trial ";
 
 double epochNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string readWholeFile(const std::string& path) {
@@ -121,10 +120,10 @@ class TuningJob {
   std::vector<size_t> rerun_;  // trials a resumed job runs again (their parameters, anew)
   int signal_fd_ = -1;
   sigset_t old_mask_{};
-  int cancel_signal_ = 0;     // the user's SIGINT / SIGTERM
-  std::string study_stop_;    // why no more trials start
-  bool exhausted_ = false;    // the searcher has nothing left (a finished grid)
-  bool failed_ = false;       // maxFailedTrialCount reached
+  int cancel_signal_ = 0;   // the user's SIGINT / SIGTERM
+  std::string study_stop_;  // why no more trials start
+  bool exhausted_ = false;  // the searcher has nothing left (a finished grid)
+  bool failed_ = false;     // maxFailedTrialCount reached
   double start_epoch_ = 0;
   double last_progress_epoch_ = 0;  // when the best objective last improved
   int trials_since_progress_ = 0;
@@ -143,8 +142,8 @@ int TuningJob::running() const {
 }
 
 void TuningJob::note(const std::string& line) const {
-  if (!options_.quiet) std::printf("reducectl: tuning %s: %s\n", record_.tuning_job_id.c_str(),
-                                   line.c_str());
+  if (!options_.quiet)
+    std::printf("reducectl: tuning %s: %s\n", record_.tuning_job_id.c_str(), line.c_str());
   std::fflush(stdout);
 }
 

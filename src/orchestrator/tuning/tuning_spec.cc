@@ -142,8 +142,9 @@ ParameterSpec ParameterReader::read(const Field& field, int depth) {
     p.kind = static_cast<ParameterKind>(k);
   }
   if (kinds != 1) {
-    field.fail("give exactly one of doubleValueSpec, integerValueSpec, categoricalValueSpec, "
-               "discreteValueSpec");
+    field.fail(
+        "give exactly one of doubleValueSpec, integerValueSpec, categoricalValueSpec, "
+        "discreteValueSpec");
   }
   if (p.kind == ParameterKind::kDouble || p.kind == ParameterKind::kInteger) {
     readRange(map, kKinds[static_cast<size_t>(p.kind)], &p);
@@ -178,10 +179,10 @@ ParameterSpec ParameterReader::read(const Field& field, int depth) {
 void ParameterReader::readConditional(const Field& field, const ParameterSpec& parent, int depth,
                                       ConditionalParameter* out) {
   if (depth >= 4) field.fail("conditions nest at most 4 deep");
-  FieldMap map(field,
-               {"parentCategoricalValues", "parentDiscreteValues", "parentIntValues",
-                "parameterSpec"},
-               "a conditional parameter");
+  FieldMap map(
+      field,
+      {"parentCategoricalValues", "parentDiscreteValues", "parentIntValues", "parameterSpec"},
+      "a conditional parameter");
   const char* want = parent.kind == ParameterKind::kCategorical ? "parentCategoricalValues"
                      : parent.kind == ParameterKind::kDiscrete  ? "parentDiscreteValues"
                      : parent.kind == ParameterKind::kInteger   ? "parentIntValues"
@@ -190,8 +191,7 @@ void ParameterReader::readConditional(const Field& field, const ParameterSpec& p
     field.fail("the parent '" + parent.id +
                "' is a double: only categorical, discrete and integer parameters have children");
   }
-  for (const char* name :
-       {"parentCategoricalValues", "parentDiscreteValues", "parentIntValues"}) {
+  for (const char* name : {"parentCategoricalValues", "parentDiscreteValues", "parentIntValues"}) {
     if (map.get(name) && std::string(name) != want) {
       map.get(name)->fail(std::string("the parent '") + parent.id + "' takes " + want + " here");
     }
@@ -209,14 +209,14 @@ void ParameterReader::readConditional(const Field& field, const ParameterSpec& p
     }
   } else {
     for (const Field& item : spec::readList(list, "a list of numbers")) {
-      double v = parent.kind == ParameterKind::kInteger
-                     ? static_cast<double>(spec::readInt(item, -(int64_t{1} << 52),
-                                                         int64_t{1} << 52))
-                     : spec::readDouble(item);
-      bool ok = parent.kind == ParameterKind::kInteger
-                    ? v >= parent.min && v <= parent.max
-                    : std::find(parent.values.begin(), parent.values.end(), v) !=
-                          parent.values.end();
+      double v =
+          parent.kind == ParameterKind::kInteger
+              ? static_cast<double>(spec::readInt(item, -(int64_t{1} << 52), int64_t{1} << 52))
+              : spec::readDouble(item);
+      bool ok =
+          parent.kind == ParameterKind::kInteger
+              ? v >= parent.min && v <= parent.max
+              : std::find(parent.values.begin(), parent.values.end(), v) != parent.values.end();
       if (!ok) item.fail("not a value '" + parent.id + "' can take");
       out->parent_values.push_back(v);
     }
@@ -241,8 +241,8 @@ std::vector<MetricSpec> readMetrics(const Field& field) {
       if (other.id == m.id) id.fail("the metric '" + m.id + "' is listed twice");
     }
     Field goal = map.require("goal", "MAXIMIZE or MINIMIZE");
-    m.goal = readEnum(goal, {"MAXIMIZE", "MINIMIZE"}) == "MAXIMIZE" ? Goal::kMaximize
-                                                                    : Goal::kMinimize;
+    m.goal =
+        readEnum(goal, {"MAXIMIZE", "MINIMIZE"}) == "MAXIMIZE" ? Goal::kMaximize : Goal::kMinimize;
     metrics.push_back(m);
   }
   if (metrics.empty()) field.fail("give at least one metric (the first one drives the search)");
@@ -359,7 +359,8 @@ void readTuningSpec(const Field& top, TuningSpec* spec) {
   }
   Field study = map.require("studySpec", "the metrics and the parameters to search");
   spec->study = readStudy(study);
-  if (auto f = map.get("seed")) spec->study.seed = static_cast<uint64_t>(spec::readInt(*f, 1, INT64_MAX));
+  if (auto f = map.get("seed"))
+    spec->study.seed = static_cast<uint64_t>(spec::readInt(*f, 1, INT64_MAX));
   Field trial = map.require("trialJobSpec", "the job each trial runs (workerPoolSpecs, ...)");
   readJobSpecField(trial, &spec->trial, false);
   if (spec->trial.name.empty()) spec->trial.name = spec->name;
@@ -379,8 +380,10 @@ bool parseTuningSpec(const std::string& text, const std::string& source, TuningS
                      std::string* error) {
   TuningSpec parsed;
   auto read = [&](const Field& top) { readTuningSpec(top, &parsed); };
-  if (!parseSpecText(text, source, "a map with displayName, maxTrialCount, studySpec and "
-                     "trialJobSpec", read, error)) {
+  if (!parseSpecText(text, source,
+                     "a map with displayName, maxTrialCount, studySpec and "
+                     "trialJobSpec",
+                     read, error)) {
     return false;
   }
   *spec = std::move(parsed);
