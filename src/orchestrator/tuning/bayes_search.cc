@@ -3,9 +3,10 @@
 // best predicted value at a trial so far. The first trials are random (the model needs points to
 // stand on), drawn exactly as random search would. Running trials enter the model with the best
 // value so far as a made-up outcome (constant liar), so parallel suggestions spread out instead of
-// piling onto one point. Failed trials have no value to model; instead the acquisition is scaled
-// down near them by (1 - the kernel's correlation), so a region that fails is not probed over and
-// over, and no tried point is suggested again.
+// piling onto one point. Outputs are modelled after outliers are tamed (warpOutputs), with a
+// pessimistic prior mean (GpFitOptions::Mean::kLowest). Failed trials have no value to model;
+// instead the acquisition is scaled down near them by (1 - the kernel's correlation), so a region
+// that fails is not probed over and over, and no tried point is suggested again.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -18,13 +19,7 @@ namespace rd::orch::tune {
 
 namespace {
 
-#include <cstdlib>
-static size_t envs(const char* n, size_t d) {
-  const char* v = std::getenv(n);
-  return v ? std::strtoul(v, nullptr, 10) : d;
-}
-static const size_t kMaxInitialTrials = envs("T_INIT", 6);
-static const bool kArd = envs("T_ARD", 1) != 0;
+constexpr size_t kMaxInitialTrials = 6;
 constexpr size_t kRandomCandidates = 1000;
 constexpr size_t kNeighbourhoods = 5;  // of the best trials, searched more densely
 constexpr size_t kNeighbours = 40;     // candidates around each
@@ -46,7 +41,8 @@ struct Acquisition {
     const GaussianProcess::Prediction p = gp.predict(x);
     double value = logExpectedImprovement(p.mean, std::sqrt(p.variance), incumbent);
     for (const auto& point : failed) value += std::log1p(-std::min(gp.correlation(x, point), 1.0));
-    return value;
+    // NaN would break the candidates' ordering; -inf ranks last.
+    return std::isnan(value) ? -std::numeric_limits<double>::infinity() : value;
   }
 };
 
@@ -60,9 +56,9 @@ double normalQuantile(double p) {
   return 0.5 * (lo + hi);
 }
 
-// Half-rank output warping: the values below the median are replaced by where their ranks fall
-// in a normal distribution with the median and the spread of the better half. A few very bad
-// trials (a diverged run, a far corner of a bowl) would otherwise dominate the standardization
+// Output warping for outliers: a value below the median is raised to where its rank falls in a
+// normal distribution with the median and the spread of the better half, if that is higher. A
+// few very bad trials (a diverged run reporting 1e9) would otherwise dominate the standardization
 // and the kernel's fit, and the model would resolve nothing near the optimum. Order is kept.
 std::vector<double> warpOutputs(std::vector<double> y) {
   const size_t n = y.size();
@@ -86,7 +82,7 @@ std::vector<double> warpOutputs(std::vector<double> y) {
         static_cast<double>(std::upper_bound(sorted.begin(), sorted.end(), v) - sorted.begin()) -
         below;
     const double quantile = (below + 0.5 * equal) / static_cast<double>(n);
-    v = std::min(v, median + spread * normalQuantile(quantile));
+    v = std::max(v, median + spread * normalQuantile(quantile));
   }
   return y;
 }
@@ -178,30 +174,21 @@ Candidate BayesSearcher::refine(Candidate start, const Acquisition& acquisition)
 }
 
 std::optional<Assignment> BayesSearcher::modelled(const std::vector<std::vector<double>>& x,
-                                                  const std::vector<double>& y_in,
+                                                  const std::vector<double>& measured,
                                                   const std::vector<std::vector<double>>& failed,
                                                   const std::vector<Assignment>& pending,
                                                   const std::unordered_set<std::string>& tried,
                                                   uint64_t trial) const {
-  GpFitOptions fo;
-  fo.ard = kArd;
-  static const bool kWarp = envs("T_WARP", 1) != 0;
-  const std::vector<double> warped = kWarp ? warpOutputs(y_in) : y_in;
-  const std::vector<double>& y = warped;
-  GaussianProcess gp = GaussianProcess::fit(x, y, fo);
+  const std::vector<double> y = warpOutputs(measured);
+  GpFitOptions options;
+  options.mean = GpFitOptions::Mean::kLowest;
+  GaussianProcess gp = GaussianProcess::fit(x, y, options);
   const double best_seen = *std::max_element(y.begin(), y.end());
   if (!pending.empty()) {
     std::vector<std::vector<double>> running;
+    running.reserve(pending.size());
     for (const Assignment& assignment : pending) running.push_back(space_.encode(assignment));
-    static const size_t kLie = envs("T_LIE", 0);
-    double lie = best_seen;
-    if (kLie == 1) {
-      lie = 0;
-      for (double v : y) lie += v;
-      lie /= static_cast<double>(y.size());
-    }
-    if (kLie == 2) lie = *std::min_element(y.begin(), y.end());
-    gp = gp.extended(running, std::vector<double>(running.size(), lie));
+    gp = gp.extended(running, std::vector<double>(running.size(), best_seen));
   }
   // The incumbent is the best predicted value at a trial, not the best measured: a lucky noisy
   // measurement would otherwise make every improvement look unlikely.
@@ -229,7 +216,7 @@ std::optional<Assignment> BayesSearcher::modelled(const std::vector<std::vector<
     }
   }
   auto higher = [](const Candidate& a, const Candidate& b) { return a.score > b.score; };
-  std::sort(candidates.begin(), candidates.end(), higher);
+  std::stable_sort(candidates.begin(), candidates.end(), higher);
   std::vector<Candidate> refined;
   for (size_t i = 0; i < candidates.size() && refined.size() < kRefined; ++i) {
     const bool seen = std::any_of(refined.begin(), refined.end(),

@@ -24,14 +24,9 @@ constexpr double kMaxLogSignal = 3.0;   // 20
 constexpr double kMinLogNoise = -13.8;  // 1e-6
 constexpr double kMaxLogNoise = 0.7;    // 2: all noise
 
-// Weak priors: log length scale ~ N(log 0.5, 1), log signal variance ~ N(0, 1).
-#include <cstdlib>
-static double envd(const char* n, double d) {
-  const char* v = std::getenv(n);
-  return v ? std::atof(v) : d;
-}
-static const double kPriorLogLength = envd("T_PLL", -0.693);
-static const double kPriorSd = envd("T_PSD", 1.0);
+// Weak priors: log length scale ~ N(log 0.5, 2^2), log signal variance ~ N(0, 2^2).
+constexpr double kPriorLogLength = -0.693;
+constexpr double kPriorSd = 2.0;
 
 double scaledDistance(std::span<const double> a, std::span<const double> b,
                       const std::vector<double>& length_scales) {
@@ -93,8 +88,9 @@ using Objective = std::function<double(const std::vector<double>&)>;
 
 // Nelder-Mead minimization of @p f from @p start (axis steps of @p step), at most @p budget
 // evaluations; returns the best point and its value.
-std::pair<std::vector<double>, double> nelderMead(const Objective& f, std::vector<double> start,
-                                                  double step, int budget) {
+std::pair<std::vector<double>, double> nelderMead(const Objective& f,
+                                                  const std::vector<double>& start, double step,
+                                                  int budget) {
   const size_t dims = start.size();
   std::vector<std::vector<double>> simplex(dims + 1, start);
   std::vector<double> values(dims + 1);
@@ -198,6 +194,47 @@ double penalizedCost(const std::vector<std::vector<double>>& x, const std::vecto
   return -value;
 }
 
+// fitGpParams' search, in log space (paramsOf's theta).
+std::vector<double> fitTheta(const std::vector<std::vector<double>>& x, std::vector<double> z,
+                             double mean, const GpFitOptions& options) {
+  const size_t n = x.size();
+  const size_t dims = n == 0 ? 0 : x.front().size();
+  if (n == 0 || dims == 0) return {std::log(0.5), 0.0, std::log(1e-4)};
+  for (double& v : z) v -= mean;
+  // Each evaluation factors an n x n matrix: fewer of them for a long history.
+  const double cost =
+      static_cast<double>(n * n) * (static_cast<double>(n) / 3.0 + static_cast<double>(dims));
+  const int budget = std::max(60, std::min(options.max_evaluations, static_cast<int>(2e9 / cost)));
+  auto objective = [&](const std::vector<double>& theta) {
+    return penalizedCost(x, z, theta, options.priors);
+  };
+  // Starting points: a grid over one shared length scale and the noise.
+  std::vector<std::pair<double, std::vector<double>>> starts;
+  for (double length : {0.03, 0.08, 0.2, 0.5, 1.2, 3.0}) {
+    for (double noise : {1e-6, 1e-3, 0.05, 0.5}) {
+      std::vector<double> theta = {std::log(length), 0.0, std::log(noise)};
+      starts.emplace_back(objective(theta), std::move(theta));
+    }
+  }
+  int left = budget - static_cast<int>(starts.size());
+  std::sort(starts.begin(), starts.end());
+  // Refine the two best starts with the length scale shared, then (ARD) per coordinate.
+  std::pair<std::vector<double>, double> shared{starts.front().second, starts.front().first};
+  const bool ard = options.ard && dims > 1;
+  const int shared_budget = ard ? left / 4 : left / 2;
+  for (size_t s = 0; s < 2 && s < starts.size(); ++s) {
+    auto refined = nelderMead(objective, starts[s].second, 0.7, shared_budget);
+    if (refined.second < shared.second) shared = std::move(refined);
+  }
+  left -= 2 * shared_budget;
+  if (!ard) return shared.first;
+  std::vector<double> theta(dims, shared.first[0]);
+  theta.push_back(shared.first[1]);
+  theta.push_back(shared.first[2]);
+  auto refined = nelderMead(objective, theta, 0.5, std::max(left, 2 * static_cast<int>(dims) + 4));
+  return refined.second > shared.second ? shared.first : refined.first;
+}
+
 }  // namespace
 
 double matern52(double r) {
@@ -246,53 +283,26 @@ double gpLogMarginalLikelihood(const std::vector<std::vector<double>>& x,
                                const std::vector<double>& z, const GpParams& params) {
   std::vector<double> factor;
   if (!factorKernel(x, params, kJitter, factor)) return -kInf;
-  std::vector<double> alpha;
-  return logLikelihoodFromFactor(factor, z, alpha);
+  std::vector<double> centered = z, alpha;
+  for (double& v : centered) v -= params.mean;
+  return logLikelihoodFromFactor(factor, centered, alpha);
 }
 
 GpParams fitGpParams(const std::vector<std::vector<double>>& x, const std::vector<double>& z,
                      const GpFitOptions& options) {
   const size_t n = x.size();
   const size_t dims = n == 0 ? 0 : x.front().size();
-  if (n == 0 || dims == 0) return paramsOf({std::log(0.5), 0.0, std::log(1e-4)}, dims);
-  // Each evaluation factors an n x n matrix: fewer of them for a long history.
-  const double cost =
-      static_cast<double>(n * n) * (static_cast<double>(n) / 3.0 + static_cast<double>(dims));
-  const int budget = std::max(60, std::min(options.max_evaluations, static_cast<int>(2e9 / cost)));
-  auto objective = [&](const std::vector<double>& theta) {
-    return penalizedCost(x, z, theta, options.priors);
-  };
-  // Starting points: a grid over one shared length scale and the noise.
-  std::vector<std::pair<double, std::vector<double>>> starts;
-  for (double length : {0.03, 0.08, 0.2, 0.5, 1.2, 3.0}) {
-    for (double noise : {1e-6, 1e-3, 0.05, 0.5}) {
-      std::vector<double> theta = {std::log(length), 0.0, std::log(noise)};
-      starts.emplace_back(objective(theta), std::move(theta));
-    }
-  }
-  int left = budget - static_cast<int>(starts.size());
-  std::sort(starts.begin(), starts.end());
-  // Refine the two best starts with the length scale shared, then (ARD) per coordinate.
-  std::pair<std::vector<double>, double> shared{starts.front().second, starts.front().first};
-  const bool ard = options.ard && dims > 1;
-  const int shared_budget = ard ? left / 4 : left / 2;
-  for (size_t s = 0; s < 2 && s < starts.size(); ++s) {
-    auto refined = nelderMead(objective, starts[s].second, 0.7, shared_budget);
-    if (refined.second < shared.second) shared = std::move(refined);
-  }
-  left -= 2 * shared_budget;
-  if (!ard) return paramsOf(shared.first, dims);
-  std::vector<double> theta(dims, shared.first[0]);
-  theta.push_back(shared.first[1]);
-  theta.push_back(shared.first[2]);
-  auto refined = nelderMead(objective, theta, 0.5, std::max(left, 2 * static_cast<int>(dims) + 4));
-  if (refined.second > shared.second) return paramsOf(shared.first, dims);
-  return paramsOf(refined.first, dims);
+  const bool lowest = options.mean == GpFitOptions::Mean::kLowest && n > 0;
+  const double mean = lowest ? *std::min_element(z.begin(), z.end()) : 0.0;
+  std::vector<double> theta = fitTheta(x, z, mean, options);
+  GpParams params = paramsOf(theta, dims);
+  params.mean = mean;
+  return params;
 }
 
 GaussianProcess GaussianProcess::fit(std::vector<std::vector<double>> x, std::vector<double> y,
                                      const GpFitOptions& options) {
-  GaussianProcess gp = withParams(std::move(x), std::move(y), GpParams{});
+  GaussianProcess gp = standardized(std::move(x), std::move(y));
   std::vector<double> z(gp.y_.size());
   for (size_t i = 0; i < z.size(); ++i) z[i] = (gp.y_[i] - gp.shift_) / gp.scale_;
   gp.params_ = fitGpParams(gp.x_, z, options);
@@ -300,8 +310,8 @@ GaussianProcess GaussianProcess::fit(std::vector<std::vector<double>> x, std::ve
   return gp;
 }
 
-GaussianProcess GaussianProcess::withParams(std::vector<std::vector<double>> x,
-                                            std::vector<double> y, GpParams params) {
+GaussianProcess GaussianProcess::standardized(std::vector<std::vector<double>> x,
+                                              std::vector<double> y) {
   GaussianProcess gp;
   gp.x_ = std::move(x);
   gp.y_ = std::move(y);
@@ -313,6 +323,12 @@ GaussianProcess GaussianProcess::withParams(std::vector<std::vector<double>> x,
     const double sd = std::sqrt(sum / n);
     gp.scale_ = sd > 1e-12 * std::max(1.0, std::fabs(gp.shift_)) ? sd : 1.0;
   }
+  return gp;
+}
+
+GaussianProcess GaussianProcess::withParams(std::vector<std::vector<double>> x,
+                                            std::vector<double> y, GpParams params) {
+  GaussianProcess gp = standardized(std::move(x), std::move(y));
   const size_t dims = gp.x_.empty() ? 0 : gp.x_.front().size();
   const double fill = params.length_scales.empty() ? 0.5 : params.length_scales.front();
   params.length_scales.resize(dims, fill);
@@ -333,7 +349,7 @@ GaussianProcess GaussianProcess::extended(const std::vector<std::vector<double>>
 void GaussianProcess::condition() {
   const size_t n = x_.size();
   std::vector<double> z(n);
-  for (size_t i = 0; i < n; ++i) z[i] = (y_[i] - shift_) / scale_;
+  for (size_t i = 0; i < n; ++i) z[i] = (y_[i] - shift_) / scale_ - params_.mean;
   // Points closer than the noise can separate (repeated trials) need more on the diagonal.
   for (double extra : {kJitter, 1e-6, 1e-4, 1e-2}) {
     if (factorKernel(x_, params_, extra * params_.signal_variance, factor_)) {
@@ -353,9 +369,9 @@ double GaussianProcess::correlation(std::span<const double> a, std::span<const d
 GaussianProcess::Prediction GaussianProcess::predict(std::span<const double> x) const {
   const size_t n = x_.size();
   const double prior = params_.signal_variance;
-  if (factor_.empty() || n == 0) return {shift_, prior * scale_ * scale_};
+  if (factor_.empty() || n == 0) return {shift_ + scale_ * params_.mean, prior * scale_ * scale_};
   std::vector<double> k(n);
-  double mean = 0;
+  double mean = params_.mean;
   for (size_t i = 0; i < n; ++i) {
     k[i] = prior * matern52(scaledDistance(x, x_[i], params_.length_scales));
     mean += k[i] * alpha_[i];

@@ -1,9 +1,10 @@
 // Gaussian-process regression for the Bayesian searcher: a Matern 5/2 kernel with a length scale
 // per input (ARD) or one shared, a constant mean, Gaussian noise. The outputs are standardized
-// (the constant mean is their average); the hyperparameters are fitted by maximizing the log
-// marginal likelihood (with weak priors, optional), deterministically: a grid of starting points
-// in log space, then Nelder-Mead. The inputs are points of the unit cube (search_space.h); the
-// solves use a Cholesky factorization of our own, as n is at most a few hundred.
+// (the constant mean is their average or their lowest value); the hyperparameters are fitted by
+// maximizing the log marginal likelihood (with weak priors, optional), deterministically: a grid of
+// starting points in log space, then Nelder-Mead. The inputs are points of the unit cube
+// (search_space.h); the solves use a Cholesky factorization of our own, as n is at most a few
+// hundred.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +18,7 @@ struct GpParams {
   std::vector<double> length_scales;  // one per input coordinate
   double signal_variance = 1;
   double noise_variance = 1e-4;
+  double mean = 0;  // the constant prior mean
 };
 
 struct GpFitOptions {
@@ -24,6 +26,10 @@ struct GpFitOptions {
   bool priors = true;  // weak log-normal priors on the length scales and the signal variance,
                        // which keep a fit to a handful of points from degenerating
   int max_evaluations = 600;  // of the likelihood, in all
+  // The constant prior mean: the outputs' average, or their lowest value. The lowest predicts
+  // unexplored regions to be poor, so an optimizer maximizing the outputs refines around its good
+  // points and explores where the uncertainty alone warrants it rather than in every far corner.
+  enum class Mean { kAverage, kLowest } mean = Mean::kAverage;
 };
 
 /** The Matern 5/2 correlation at scaled distance @p r: (1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r). */
@@ -31,8 +37,8 @@ double matern52(double r);
 
 /**
  * Factors the symmetric positive-definite @p n x @p n row-major matrix @p a in place into its
- * lower Cholesky factor L (a = L L^T; the upper triangle is zeroed). False if it is not positive
- * definite (a is then unspecified).
+ * lower Cholesky factor L (a = L L^T). Only the lower triangle is read; the upper one is zeroed.
+ * False if the matrix is not positive definite (a is then unspecified).
  */
 bool cholesky(std::vector<double>& a, size_t n);
 
@@ -54,7 +60,10 @@ class GaussianProcess {
   static GaussianProcess fit(std::vector<std::vector<double>> x, std::vector<double> y,
                              const GpFitOptions& options = {});
 
-  /** Conditions on @p x and @p y with the given hyperparameters. */
+  /**
+   * Conditions on @p x and @p y with the given hyperparameters (missing length scales take the
+   * first one's value, or 0.5).
+   */
   static GaussianProcess withParams(std::vector<std::vector<double>> x, std::vector<double> y,
                                     GpParams params);
 
@@ -77,6 +86,8 @@ class GaussianProcess {
 
  private:
   GaussianProcess() = default;
+  // A model of x and y with y's standardization set, not yet conditioned.
+  static GaussianProcess standardized(std::vector<std::vector<double>> x, std::vector<double> y);
   void condition();
 
   std::vector<std::vector<double>> x_;

@@ -26,6 +26,7 @@ namespace rd::orch::tune {
 class Rng {
  public:
   explicit Rng(uint64_t seed);
+  /** 64 uniform random bits. */
   uint64_t next();
   /** Uniform in [0, 1). */
   double uniform();
