@@ -143,18 +143,27 @@ std::string oneWord(const Args& args, const char* command) {
   return args.words[0];
 }
 
+// The directory reducectl runs from ("" if unknown).
+std::string selfDirectory() {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return "";
+  std::string path(self, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
 // The built-in reducer: beside reducectl (installed together, or both in the build's src/),
 // else reduce-server from PATH.
 std::string defaultReduceServer() {
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    std::string dir(self, static_cast<size_t>(n));
-    dir = dir.substr(0, dir.rfind('/'));
-    std::string sibling = dir + "/reduce-server";
-    if (access(sibling.c_str(), X_OK) == 0) return sibling;
-  }
+  std::string sibling = selfDirectory() + "/reduce-server";
+  if (access(sibling.c_str(), X_OK) == 0) return sibling;
   return "reduce-server";
+}
+
+// The trials plot script: this source tree's, else the installed copy (PREFIX/share/libreduce).
+std::string defaultPlotTool() {
+  if (access(RD_PLOT_TRIALS_DEFAULT, R_OK) == 0) return RD_PLOT_TRIALS_DEFAULT;
+  return selfDirectory() + "/../" RD_DATADIR_RELATIVE "/libreduce/plot_trials.py";
 }
 
 rd::orch::RunOptions defaultRunOptions() {
@@ -302,7 +311,7 @@ int cmdTune(int argc, char** argv) {
   Args args = parseArgs(argc, argv, 2, {"--quiet", "--emulate-network"});
   rd::orch::tune::TuneOptions options;
   options.run = defaultRunOptions();
-  options.plot_tool = RD_PLOT_TRIALS_DEFAULT;
+  options.plot_tool = defaultPlotTool();
   for (const auto& [name, value] : args.flags) {
     if (name == "--resume") {
       options.resume_dir = value;
