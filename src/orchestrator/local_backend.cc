@@ -169,15 +169,8 @@ bool LocalJob::prepare(std::string* error) {
     guard_.runOnDeath(net_.destroy_command);
     display_.note("emulated network: each replica in its own namespace (" + net_.prefix + "-*)");
   }
-  sigset_t mask;
-  sigemptyset(&mask);
-  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
-  sigprocmask(SIG_BLOCK, &mask, &old_mask_);
-  signal_fd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (signal_fd_ < 0) {
-    *error = std::string("signalfd: ") + std::strerror(errno);
-    return false;
-  }
+  signal_fd_ = blockJobSignals(&old_mask_, error);
+  if (signal_fd_ < 0) return false;
   // Only now: the writer thread inherits the blocked mask, so the signals wait for the signalfd
   // instead of being delivered to it.
   display_.start();
@@ -642,16 +635,7 @@ void LocalJob::cleanup() {
 }
 
 void LocalJob::restoreSignals() {
-  if (signal_fd_ >= 0) {
-    // Consume what is pending (a late SIGCHLD, a Ctrl-C during the cleanup): unblocked, it would
-    // end reducectl before its summary.
-    signalfd_siginfo info{};
-    while (read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
-    }
-    close(signal_fd_);
-    signal_fd_ = -1;
-    sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
-  }
+  unblockJobSignals(&signal_fd_, old_mask_);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -189,6 +190,26 @@ int exitCodeOf(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 255;
+}
+
+int blockJobSignals(sigset_t* old_mask, std::string* error) {
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
+  sigprocmask(SIG_BLOCK, &mask, old_mask);
+  int fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd < 0) *error = std::string("signalfd: ") + std::strerror(errno);
+  return fd;
+}
+
+void unblockJobSignals(int* fd, const sigset_t& old_mask) {
+  if (*fd < 0) return;
+  signalfd_siginfo info{};
+  while (read(*fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+  }
+  close(*fd);
+  *fd = -1;
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
 }
 
 }  // namespace rd::orch

@@ -3,6 +3,7 @@
 // pipes that the job loop reads.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <string>
@@ -45,5 +46,19 @@ void killStrayChildren(pid_t keep);
 
 /** The shell-style exit code for a waitpid status: the exit status, or 128 + signal. */
 int exitCodeOf(int status);
+
+/**
+ * Blocks SIGCHLD, SIGINT, SIGTERM and SIGHUP (the mask before goes to @p old_mask) and returns a
+ * non-blocking signalfd that reads them: how a job loop learns of children and of cancellation.
+ * -1 with @p error set when the signalfd cannot be made.
+ */
+int blockJobSignals(sigset_t* old_mask, std::string* error);
+
+/**
+ * Undoes blockJobSignals: consumes what is pending on *@p fd (a late SIGCHLD, a Ctrl-C during
+ * the cleanup: unblocked, it would end reducectl before its summary), closes it (-1 after) and
+ * restores @p old_mask. Nothing when *@p fd is -1.
+ */
+void unblockJobSignals(int* fd, const sigset_t& old_mask);
 
 }  // namespace rd::orch

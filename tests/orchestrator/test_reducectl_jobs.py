@@ -45,6 +45,21 @@ def job_processes(job_id):
     return found
 
 
+def kill_leftovers(job_id, grace=0.0):
+    """Processes of the job still alive after @grace seconds, each SIGKILLed (the test then
+    fails on them, and they do not outlive it)."""
+    deadline = time.monotonic() + grace
+    while job_processes(job_id) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    leftover = job_processes(job_id)
+    for pid in leftover:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return leftover
+
+
 def can_make_namespaces():
     return os.geteuid() == 0 and shutil.which("ip") is not None and subprocess.run(
         ["ip", "netns", "list"], capture_output=True).returncode == 0
@@ -69,12 +84,7 @@ class JobTests(unittest.TestCase):
         self.job_id = "t" + uuid.uuid4().hex[:12]
 
     def tearDown(self):
-        leftover = job_processes(self.job_id)
-        for pid in leftover:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        leftover = kill_leftovers(self.job_id)
         self.tmp.cleanup()
         self.assertEqual(leftover, [], "processes of the job outlived reducectl")
 
@@ -454,9 +464,13 @@ class JobTests(unittest.TestCase):
         self.assertIn("8", proc.stdout)
 
 
-if __name__ == "__main__":
-    # Exit 77 when every test that ran was skipped (no root for namespaces): CTest's "skipped".
+def main():
+    """unittest.main, but exit 77 when every test that ran was skipped: CTest's "skipped"."""
     outcome = unittest.main(exit=False).result
     if not outcome.wasSuccessful():
         sys.exit(1)
     sys.exit(77 if outcome.testsRun and len(outcome.skipped) == outcome.testsRun else 0)
+
+
+if __name__ == "__main__":
+    main()  # skipped: no root for namespaces

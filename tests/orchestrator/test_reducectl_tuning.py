@@ -10,13 +10,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import unittest
 import uuid
 
-from test_reducectl_jobs import BUILD, PYTHON, REDUCECTL, SOURCE, job_processes
+from test_reducectl_jobs import BUILD, PYTHON, REDUCECTL, SOURCE, job_processes, kill_leftovers, main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRIAL = [PYTHON, os.path.join(HERE, "tune_trial.py")]
@@ -34,15 +33,7 @@ class TuningTests(unittest.TestCase):
         self.log = os.path.join(self.dir, "trials.log")
 
     def tearDown(self):
-        deadline = time.monotonic() + 10
-        while job_processes(self.job_id) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        leftover = job_processes(self.job_id)
-        for pid in leftover:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        leftover = kill_leftovers(self.job_id, grace=10)
         self.tmp.cleanup()
         self.assertEqual(leftover, [], "processes of the tuning job outlived reducectl")
 
@@ -250,8 +241,4 @@ class TuningTests(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    # Exit 77 when every test that ran was skipped (no Python package built): CTest's "skipped".
-    outcome = unittest.main(exit=False).result
-    if not outcome.wasSuccessful():
-        sys.exit(1)
-    sys.exit(77 if outcome.testsRun and len(outcome.skipped) == outcome.testsRun else 0)
+    main()  # skipped: no Python package built

@@ -1,7 +1,6 @@
 #include "orchestrator/tuning/early_stopping.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <optional>
 #include <vector>
 
@@ -23,12 +22,6 @@ std::optional<double> bestUpTo(const Trial& t, const std::vector<MetricSpec>& me
     if (v && (!best || better(*v, *best, metrics[0].goal))) best = v;
   }
   return best;
-}
-
-std::string number(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
 }
 
 }  // namespace
@@ -53,10 +46,10 @@ bool shouldStopEarly(const Trial& trial, const TuningRecord& record, const Study
   size_t n = others.size();
   double median = n % 2 == 1 ? others[n / 2] : (others[n / 2 - 1] + others[n / 2]) / 2;
   if (!better(median, *mine, study.metrics[0].goal)) return false;
-  *why = "its best " + study.metrics[0].id + " so far, " + number(*mine) +
-         ", is worse than the median " + number(median) + " of " + std::to_string(n) +
+  *why = "its best " + study.metrics[0].id + " so far, " + shortNumber(*mine) +
+         ", is worse than the median " + shortNumber(median) + " of " + std::to_string(n) +
          " completed trials at the same " +
-         (elapsed ? "time (" + number(at) + " s)" : "step (" + number(at) + ")");
+         (elapsed ? "time (" + shortNumber(at) + " s)" : "step (" + shortNumber(at) + ")");
   return true;
 }
 
@@ -67,10 +60,10 @@ std::string studyStopReason(const TuningRecord& record, const StudySpec& study, 
     const Trial& t = record.trials[static_cast<size_t>(best)];
     std::optional<double> v = objectiveOf(*t.final_measurement, study.metrics);
     if (v && study.has_min_objective && *v <= study.min_objective) {
-      return "trial " + t.id + " reached minimumObjectiveValue (" + number(*v) + ")";
+      return "trial " + t.id + " reached minimumObjectiveValue (" + shortNumber(*v) + ")";
     }
     if (v && study.has_max_objective && *v >= study.max_objective) {
-      return "trial " + t.id + " reached maximumObjectiveValue (" + number(*v) + ")";
+      return "trial " + t.id + " reached maximumObjectiveValue (" + shortNumber(*v) + ")";
     }
   }
   if (study.max_trials_no_progress > 0 && trials_since_progress >= study.max_trials_no_progress) {
@@ -79,11 +72,11 @@ std::string studyStopReason(const TuningRecord& record, const StudySpec& study, 
   }
   if (study.max_duration_no_progress_s > 0 &&
       since_progress_s >= static_cast<double>(study.max_duration_no_progress_s)) {
-    return "the best did not improve for " + number(since_progress_s) +
+    return "the best did not improve for " + shortNumber(since_progress_s) +
            " s (maxDurationNoProgress)";
   }
   if (study.max_duration_s > 0 && elapsed_s >= static_cast<double>(study.max_duration_s)) {
-    return "the study ran " + number(elapsed_s) + " s (maximumRuntimeConstraint)";
+    return "the study ran " + shortNumber(elapsed_s) + " s (maximumRuntimeConstraint)";
   }
   return "";
 }

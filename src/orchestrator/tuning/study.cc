@@ -5,9 +5,7 @@
 
 namespace rd::orch::tune {
 
-std::string formatValue(const ParameterValue& value) {
-  if (value.is_text) return value.text;
-  const double x = value.number;
+std::string formatNumber(double x) {
   // Integral values within double's exact integer range print as integers: the shortest form
   // would write 1000000 as "1e+06", which an integer flag does not parse.
   constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
@@ -18,6 +16,10 @@ std::string formatValue(const ParameterValue& value) {
   char buffer[64];
   const auto result = std::to_chars(buffer, buffer + sizeof buffer, x);
   return std::string(buffer, result.ptr);
+}
+
+std::string formatValue(const ParameterValue& value) {
+  return value.is_text ? value.text : formatNumber(value.number);
 }
 
 std::string formatArgument(const ParameterValue& value) {

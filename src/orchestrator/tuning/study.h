@@ -86,4 +86,10 @@ std::string formatArgument(const ParameterValue& value);
 /** The value alone, as formatArgument writes it after '='. */
 std::string formatValue(const ParameterValue& value);
 
+/**
+ * @p x as the shortest text that reads back as the same double; integral values within 2^53
+ * without exponent ("1000000", not "1e+06"). Finite values only.
+ */
+std::string formatNumber(double x);
+
 }  // namespace rd::orch::tune

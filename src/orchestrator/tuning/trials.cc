@@ -16,15 +16,9 @@ constexpr TrialState kStates[] = {TrialState::kActive,    TrialState::kStopping,
                                   TrialState::kSucceeded, TrialState::kInfeasible,
                                   TrialState::kFailed,    TrialState::kStopped};
 
-// Shortest text that reads back as the same double (JSON has no NaN or Inf: those are null).
+// JSON has no NaN or Inf: those are null.
 std::string jsonNumber(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[40];
-  for (int precision = 15; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
+  return std::isfinite(v) ? formatNumber(v) : "null";
 }
 
 std::string measurementJson(const Measurement& m) {
@@ -127,6 +121,12 @@ std::string shortValue(const ParameterValue& p) {
 }
 
 }  // namespace
+
+std::string shortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
 
 const char* trialStateName(TrialState state) {
   switch (state) {
@@ -258,9 +258,7 @@ std::string trialsTable(const TuningRecord& record) {
     }
     std::optional<double> v;
     if (t.final_measurement) v = objectiveOf(*t.final_measurement, record.metrics);
-    char buf[32];
-    if (v) std::snprintf(buf, sizeof buf, "%.6g", *v);
-    out += (v ? std::string(buf) : std::string("-")) + "\n";
+    out += (v ? shortNumber(*v) : std::string("-")) + "\n";
   }
   if (best >= 0) out += "best: trial " + record.trials[best].id + " (<)";
   bool any_early = false;

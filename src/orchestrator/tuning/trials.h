@@ -79,6 +79,9 @@ std::string tuningRecordJson(const TuningRecord& record);
  */
 bool parseTuningRecord(const std::string& text, TuningRecord* record, std::string* error);
 
+/** @p v with 6 significant digits: objectives as people read them (not for reading back). */
+std::string shortNumber(double v);
+
 /** The table printed at the end: one row per trial, parameters and objective, best marked. */
 std::string trialsTable(const TuningRecord& record);
 

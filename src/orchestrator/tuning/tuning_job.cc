@@ -21,6 +21,7 @@
 
 #include "orchestrator/job_files.h"
 #include "orchestrator/job_record.h"
+#include "orchestrator/replica_process.h"
 #include "orchestrator/tuning/early_stopping.h"
 #include "orchestrator/tuning/search.h"
 #include "orchestrator/tuning/trials.h"
@@ -69,9 +70,17 @@ void drawPlot(const std::string& dir, const std::string& tool) {
   }
   int status = 0;
   if (pid > 0) waitpid(pid, &status, 0);
-  if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (pid < 0 || exitCodeOf(status) != 0) {
     std::fprintf(stderr, "reducectl: no plot of the trials (%s failed)\n", tool.c_str());
   }
+}
+
+// Where trial @p t's reports go (CLOUD_ML_HP_METRIC_FILE), and its reducectl's output.
+std::string metricsFile(const Trial& t) {
+  return t.job_dir + "/hypertune/output.metrics";
+}
+std::string consoleLog(const Trial& t) {
+  return t.job_dir + "/reducectl-console.log";
 }
 
 const ParameterSpec* findParameter(const std::vector<ParameterSpec>& params,
@@ -109,6 +118,7 @@ class TuningJob {
   int finish();
 
   int countedTrials() const;
+  bool mayStartMore() const;  // no stop, no cancel, trials left: more may start when room
   int running() const;
   JobSpec trialJob(const Trial& t) const;
 
@@ -231,9 +241,9 @@ bool TuningJob::startTrial(Assignment params) {
   RunOptions run = options_.run;
   run.job_id = record_.tuning_job_id;
   run.trial_id = t.id;
-  run.hp_metric_file = t.job_dir + "/hypertune/output.metrics";
+  run.hp_metric_file = metricsFile(t);
   run.quiet = true;
-  const std::string console = t.job_dir + "/reducectl-console.log";
+  const std::string console = consoleLog(t);
   std::fflush(nullptr);
   pid_t pid = fork();
   if (pid == 0) {
@@ -266,11 +276,14 @@ bool TuningJob::startTrial(Assignment params) {
   return true;
 }
 
-void TuningJob::startTrials() {
+bool TuningJob::mayStartMore() const {
   int limit = spec_.max_trials;
   if (spec_.study.max_num_trials > 0) limit = std::min(limit, spec_.study.max_num_trials);
-  while (!cancel_signal_ && study_stop_.empty() && !exhausted_ &&
-         running() < spec_.parallel_trials && countedTrials() < limit) {
+  return !cancel_signal_ && study_stop_.empty() && !exhausted_ && countedTrials() < limit;
+}
+
+void TuningJob::startTrials() {
+  while (mayStartMore() && running() < spec_.parallel_trials) {
     std::optional<Assignment> next;
     if (!rerun_.empty()) {
       Trial& old = record_.trials[rerun_.front()];
@@ -305,7 +318,7 @@ void TuningJob::readMetrics() {
   bool changed = false;
   for (Trial& t : record_.trials) {
     if (isFinal(t.state)) continue;
-    std::vector<Measurement> now = readHypertuneMetrics(t.job_dir + "/hypertune/output.metrics");
+    std::vector<Measurement> now = readHypertuneMetrics(metricsFile(t));
     // A rewrite caught half-way can show fewer reports than before: keep the longer view.
     if (now.size() <= t.measurements.size()) continue;
     t.measurements = std::move(now);
@@ -331,15 +344,14 @@ void TuningJob::reap() {
     int status = 0;
     pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid <= 0) return;
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     for (Trial& t : record_.trials) {
-      if (t.pid == pid && !isFinal(t.state)) finishTrial(t, code);
+      if (t.pid == pid && !isFinal(t.state)) finishTrial(t, exitCodeOf(status));
     }
   }
 }
 
 void TuningJob::finishTrial(Trial& t, int exit_code) {
-  std::vector<Measurement> last = readHypertuneMetrics(t.job_dir + "/hypertune/output.metrics");
+  std::vector<Measurement> last = readHypertuneMetrics(metricsFile(t));
   if (last.size() >= t.measurements.size()) t.measurements = std::move(last);
   t.final_measurement =
       selectMeasurement(t.measurements, record_.metrics, spec_.study.best_measurement);
@@ -352,15 +364,12 @@ void TuningJob::finishTrial(Trial& t, int exit_code) {
     if (!t.final_measurement) t.cause = "it never reported " + record_.metrics[0].id;
   } else {
     t.state = TrialState::kFailed;
-    t.cause = "its job failed (exit " + std::to_string(exit_code) +
-              "): " + lastLine(t.job_dir + "/reducectl-console.log");
+    t.cause = "its job failed (exit " + std::to_string(exit_code) + "): " + lastLine(consoleLog(t));
   }
   std::string line = "trial " + t.id + " " + trialStateName(t.state);
   if (t.final_measurement) {
     std::optional<double> v = objectiveOf(*t.final_measurement, record_.metrics);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.6g", v.value_or(0));
-    line += ": " + record_.metrics[0].id + " = " + buf;
+    line += ": " + record_.metrics[0].id + " = " + shortNumber(v.value_or(0));
     int best = bestTrial(record_);
     bool improved = best >= 0 && record_.trials[static_cast<size_t>(best)].id == t.id;
     if (improved) {
@@ -374,7 +383,6 @@ void TuningJob::finishTrial(Trial& t, int exit_code) {
     line += ": " + t.cause;
   }
   note(line);
-  checkStudyStopping();
   save();
 }
 
@@ -422,12 +430,9 @@ void TuningJob::loop() {
   for (;;) {
     reap();
     readMetrics();
-    if (!failed_) checkStudyStopping();
+    if (!failed_) checkStudyStopping();  // after reap(): finished trials count at once
     startTrials();
-    bool more = !cancel_signal_ && study_stop_.empty() && !exhausted_ &&
-                countedTrials() < spec_.max_trials &&
-                (spec_.study.max_num_trials == 0 || countedTrials() < spec_.study.max_num_trials);
-    if (running() == 0 && !more) return;
+    if (running() == 0 && !mayStartMore()) return;
     pollfd pfd{signal_fd_, POLLIN, 0};
     if (poll(&pfd, 1, kPollMs) > 0) {
       signalfd_siginfo info{};
@@ -470,21 +475,16 @@ int TuningJob::run(const std::string& spec_text) {
   record_.state = "RUNNING";
   start_epoch_ = epochNow();
   last_progress_epoch_ = start_epoch_;
-  sigset_t mask;
-  sigemptyset(&mask);
-  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
-  sigprocmask(SIG_BLOCK, &mask, &old_mask_);
-  signal_fd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  signal_fd_ = blockJobSignals(&old_mask_, &error);
   if (signal_fd_ < 0) {
-    std::fprintf(stderr, "reducectl: signalfd: %s\n", std::strerror(errno));
+    std::fprintf(stderr, "reducectl: %s\n", error.c_str());
     return 1;
   }
   note("started; trials in " + dir_);
   save();
   loop();
   int code = finish();
-  ::close(signal_fd_);
-  sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+  unblockJobSignals(&signal_fd_, old_mask_);
   return code;
 }
 
