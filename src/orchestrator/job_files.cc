@@ -38,14 +38,15 @@ std::string randomHex(size_t bytes) {
   return hex;
 }
 
-// Binds 127.0.0.1:PORT (0: any) and returns the port bound, 0 on failure. The socket is closed at
-// once: the port stays free for the replica, which binds it moments later.
-int bindLocal(int port) {
+// Binds 127.0.0.1:PORT (0: any), or *:PORT with @p any_address, and returns the port bound, 0 on
+// failure. The socket is closed at once: the port stays free for the replica, which binds it
+// moments later.
+int bindLocal(int port, bool any_address) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return 0;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_addr.s_addr = htonl(any_address ? INADDR_ANY : INADDR_LOOPBACK);
   addr.sin_port = htons(static_cast<uint16_t>(port));
   socklen_t len = sizeof addr;
   int bound = 0;
@@ -96,16 +97,33 @@ bool makeSecret(std::string* dir, std::string* secret_file, std::string* error) 
   }
   *dir = pattern;
   *secret_file = pattern + "/secret";
+  return writeSecretFile(*secret_file, error);
+}
+
+bool writeSecretFile(const std::string& path, std::string* error) {
   std::string secret = randomHex(32);
   mode_t old = umask(077);
-  std::ofstream(*secret_file) << secret << "\n";
+  std::ofstream(path) << secret << "\n";
   umask(old);
   struct stat st {};
-  if (secret.empty() || stat(secret_file->c_str(), &st) != 0 || st.st_size == 0) {
-    *error = "cannot write the job secret to " + *secret_file;
+  if (secret.empty() || stat(path.c_str(), &st) != 0 || st.st_size == 0 ||
+      (st.st_mode & 077) != 0) {
+    *error = "cannot write the job secret to " + path + " (readable by its owner only)";
     return false;
   }
   return true;
+}
+
+std::string readyAddress(const std::string& ready_file) {
+  std::ifstream in(ready_file);
+  std::string line;
+  // Only a whole line counts: a reducer may still be writing it (reduce-server renames its file
+  // into place; a custom reducer might not).
+  if (!std::getline(in, line) || in.eof()) return {};
+  size_t at = line.find("address=");
+  if (at == std::string::npos) return {};
+  std::string rest = line.substr(at + 8);
+  return rest.substr(0, rest.find_first_of(" \t"));
 }
 
 namespace {
@@ -125,14 +143,14 @@ int candidatePort() {
 
 }  // namespace
 
-int reserveLocalPort(bool pair, std::set<int>* given) {
+int reserveLocalPort(bool pair, std::set<int>* given, bool any_address) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     int want = candidatePort();
-    int port = bindLocal(want);
+    int port = bindLocal(want, any_address);
     if (port == 0 && want == 0) return 0;
     if (port == 0) continue;
     if (given->count(port) != 0 || (pair && given->count(port + 1) != 0)) continue;
-    if (pair && (port >= 65535 || bindLocal(port + 1) != port + 1)) continue;
+    if (pair && (port >= 65535 || bindLocal(port + 1, any_address) != port + 1)) continue;
     given->insert(port);
     if (pair) given->insert(port + 1);
     return port;

@@ -22,12 +22,19 @@ bool makeDirectories(const std::string& path, std::string* error);
  */
 bool makeSecret(std::string* dir, std::string* secret_file, std::string* error);
 
+/** Writes a fresh job secret (32 random bytes as hex) to @p path, readable by its owner only. */
+bool writeSecretFile(const std::string& path, std::string* error);
+
+/** The address= a reducer's ready file holds once its line is complete; "" until then. */
+std::string readyAddress(const std::string& ready_file);
+
 /**
- * A TCP port on 127.0.0.1 that is free now and not in @p given; with @p pair, PORT + 1 is free
- * too (rank 0 serves the ring rendezvous there, MASTER_PORT itself is left to the training
- * program's own store). The port (and PORT + 1) is added to @p given. 0 when none is found.
+ * A TCP port on 127.0.0.1 (every address with @p any_address) that is free now and not in @p given;
+ * with @p pair, PORT + 1 is free too (rank 0 serves the ring rendezvous there, MASTER_PORT itself
+ * is left to the training program's own store). The port (and PORT + 1) is added to @p given. 0
+ * when none is found.
  */
-int reserveLocalPort(bool pair, std::set<int>* given);
+int reserveLocalPort(bool pair, std::set<int>* given, bool any_address = false);
 
 /** Writes @p text to @p path through a temporary file and a rename: readers see all or nothing. */
 bool writeFileAtomically(const std::string& path, const std::string& text);

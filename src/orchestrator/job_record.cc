@@ -58,6 +58,9 @@ std::string jobRecordJson(const JobRecord& record, const std::vector<Replica>& r
   out += "  \"attempts\": " + std::to_string(record.layout.attempt + 1) + ",\n";
   out += "  \"restarts\": " + std::to_string(record.restarts) + ",\n";
   out += "  \"outputDirectory\": " + jsonString(record.layout.output_dir) + ",\n";
+  if (!record.slurm_jobs.empty()) {
+    out += "  \"slurmJobIds\": " + jsonString(record.slurm_jobs) + ",\n";
+  }
   out += "  \"replicas\": [";
   for (size_t i = 0; i < replicas.size(); ++i) {
     const Replica& r = replicas[i];

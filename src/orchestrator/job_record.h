@@ -37,9 +37,10 @@ struct JobRecord {
   const JobLayout& layout;
   JobState state;
   std::string cause;
-  std::string started_wall;  // ISO 8601, local time
-  double seconds;            // duration
-  int restarts;              // restarts used
+  std::string started_wall;     // ISO 8601, local time
+  double seconds;               // duration
+  int restarts;                 // restarts used
+  std::string slurm_jobs{};  // the Slurm backend: each attempt's Slurm job id, comma-separated
 };
 
 /** "RUNNING 0:12 | primary 1/1 | worker 3/3 | reducer 2/2 | restarts 0/2" */

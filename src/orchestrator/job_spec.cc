@@ -13,6 +13,7 @@
 #include "common/limits.h"
 #include "common/settings.h"
 #include "common/status.h"
+#include "orchestrator/cluster_fields.h"
 #include "orchestrator/job_spec_reader.h"
 #include "orchestrator/managed_env.h"
 #include "orchestrator/spec_fields.h"
@@ -42,7 +43,6 @@ constexpr std::pair<const char*, const char*> kPoolHints[] = {
     {"pythonPackageSpec",
      "reducectl runs local processes: give command (e.g. [python3, -m, "
      "trainer.task]), args and env in the pool itself"},
-    {"machineSpec", "replicas run on this machine; resources.nicGbps describes its network"},
     {"diskSpec", "replicas run on this machine and use its disks"},
 };
 
@@ -277,8 +277,10 @@ void readCommand(const FieldMap& map, PoolKind kind, PoolSpec* pool) {
 PoolSpec readPool(const Field& field, PoolKind kind) {
   PoolSpec pool;
   pool.line = field.mark.line + 1;
-  FieldMap map(field, {"replicaCount", "command", "args", "env", "workingDir", "resources"},
-               "a worker pool map", kPoolHints);
+  FieldMap map(
+      field,
+      {"replicaCount", "command", "args", "env", "workingDir", "resources", "machineSpec", "slurm"},
+      "a worker pool map", kPoolHints);
   if (map.emptyMap()) return pool;  // {}: the pool is left out
   pool.replica_count = readReplicaCount(map.require("replicaCount", "0 leaves the pool out"), kind);
   readCommand(map, kind, &pool);
@@ -293,6 +295,8 @@ PoolSpec readPool(const Field& field, PoolKind kind) {
       if (pool.nic_gbps <= 0) nic->fail("must be more than 0 (each replica's NIC in Gbit/s)");
     }
   }
+  if (auto f = map.get("machineSpec")) pool.machine = readMachineSpec(*f);
+  if (auto f = map.get("slurm")) pool.slurm = readSlurmPool(*f, pool.replica_count);
   return pool;
 }
 
@@ -325,9 +329,10 @@ void readPools(const FieldMap& top, JobSpec* spec) {
 }  // namespace
 
 void readJobSpecField(const Field& top, JobSpec* spec, bool name_required) {
-  FieldMap map(top,
-               {"displayName", "baseOutputDirectory", "scheduling", "libreduce", "workerPoolSpecs"},
-               "the job spec to be a map", kTopHints);
+  FieldMap map(
+      top,
+      {"displayName", "baseOutputDirectory", "scheduling", "libreduce", "workerPoolSpecs", "slurm"},
+      "the job spec to be a map", kTopHints);
   if (name_required) {
     spec->name = readDisplayName(map.require("displayName", "name the job ([A-Za-z0-9_.-])"));
   } else if (auto f = map.get("displayName")) {
@@ -337,6 +342,7 @@ void readJobSpecField(const Field& top, JobSpec* spec, bool name_required) {
   readPools(map, spec);
   if (auto f = map.get("scheduling")) spec->scheduling = readScheduling(*f);
   if (auto f = map.get("libreduce")) readLibreduce(*f, spec);
+  if (auto f = map.get("slurm")) spec->slurm = readSlurmJob(*f);
 }
 
 std::string formatSpecError(const std::string& source, const YAML::Mark& mark,

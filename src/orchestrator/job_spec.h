@@ -19,6 +19,25 @@ inline constexpr int kPoolCount = 4;
 /** "primary", "worker", "reducer", "evaluator": the name replicas are shown and logged under. */
 const char* poolName(PoolKind kind);
 
+/** Vertex's machineSpec: the machine each replica of a pool runs on (mapped by the Slurm backend).
+ */
+struct MachineSpec {
+  std::string machine_type;      // "n1-standard-8"; empty: not given
+  std::string accelerator_type;  // "NVIDIA_TESLA_V100"; empty: none
+  int accelerator_count = 0;
+  int line = 0;  // where machineSpec was given, for messages
+};
+
+/** A pool's Slurm resources (its component of the heterogeneous job); 0 / empty: not given. */
+struct SlurmPoolSpec {
+  int nodes = 0;           // --nodes
+  int tasks_per_node = 0;  // --ntasks-per-node (one task is one replica)
+  int cpus_per_task = 0;   // --cpus-per-task
+  std::string gpus;        // --gres=gpu:GPUS ("2" or "a100:2")
+  std::string memory;      // --mem per node ("8G", "512M")
+  std::string partition;   // this pool's partition (reducers on CPU nodes); empty: the job's
+};
+
 struct PoolSpec {
   int replica_count = 0;  // 0: the pool is absent ({} or not listed)
   // Program and arguments (command then args, both lists). Empty for the reducer pool: the
@@ -27,7 +46,9 @@ struct PoolSpec {
   std::vector<std::pair<std::string, std::string>> env;  // in spec order
   std::string working_dir;                               // empty: reducectl's working directory
   double nic_gbps = 0;  // resources.nicGbps: each replica's NIC; 0 = not given
-  int line = 0;         // 1-based line of the pool in the spec, for messages
+  MachineSpec machine;
+  SlurmPoolSpec slurm;
+  int line = 0;  // 1-based line of the pool in the spec, for messages
 };
 
 struct Scheduling {
@@ -39,6 +60,13 @@ struct Scheduling {
   bool disable_retries = false;
 };
 
+/** The job-level Slurm settings (the backend's sbatch options); empty: Slurm's defaults. */
+struct SlurmJobSpec {
+  std::string partition, account, qos;
+  int64_t time_limit_s = 0;                 // --time, rounded up to minutes; 0: the partition's
+  std::vector<std::string> sbatch_options;  // more sbatch options, each one argument
+};
+
 struct JobSpec {
   std::string name;             // displayName; [A-Za-z0-9_.-], 1..128 characters
   std::string base_output_dir;  // baseOutputDirectory; empty: ./reducectl-jobs
@@ -48,6 +76,7 @@ struct JobSpec {
   // against the settings table. The ones reducectl sets itself (reducers, secret, rank, ...) are
   // refused.
   std::vector<std::pair<std::string, std::string>> libreduce_env;
+  SlurmJobSpec slurm;
 
   const PoolSpec& pool(PoolKind kind) const { return pools[static_cast<int>(kind)]; }
   PoolSpec& pool(PoolKind kind) { return pools[static_cast<int>(kind)]; }

@@ -17,6 +17,7 @@
 #include "orchestrator/job_display.h"
 #include "orchestrator/job_files.h"
 #include "orchestrator/job_record.h"
+#include "orchestrator/job_status.h"
 #include "orchestrator/network_emulation.h"
 #include "orchestrator/orphan_guard.h"
 #include "orchestrator/replica_env.h"
@@ -37,18 +38,6 @@ constexpr int kEmulatedPort = 29500;  // torchrun's default MASTER_PORT
 // a grace period to end by themselves. Stopping: every replica got SIGTERM and gets SIGKILL at
 // the deadline; then the job ends, or starts its next attempt.
 enum class Phase { kProvisioning, kRunning, kFinishing, kStopping, kDone };
-
-std::string readyAddress(const std::string& ready_file) {
-  std::ifstream in(ready_file);
-  std::string line;
-  // Only a whole line counts: a reducer may still be writing it (reduce-server renames its file
-  // into place; a custom reducer might not).
-  if (!std::getline(in, line) || in.eof()) return {};
-  size_t at = line.find("address=");
-  if (at == std::string::npos) return {};
-  std::string rest = line.substr(at + 8);
-  return rest.substr(0, rest.find_first_of(" \t"));
-}
 
 class LocalJob {
  public:
@@ -84,6 +73,7 @@ class LocalJob {
   void enterPhase(Phase phase, JobState state);
   bool anyRunning(bool everyone) const;
   void updateStatus();
+  void writeStatus();
   void cleanup();
 
   const JobSpec& spec_;
@@ -119,6 +109,7 @@ JobResult LocalJob::run() {
   started_wall_ = wallClockNow();
   if (!prepare(&error)) {
     display_.note("error: " + error);
+    if (options_.notify_fd >= 0) close(options_.notify_fd);
     cleanup();
     restoreSignals();
     result.state = JobState::kFailed;
@@ -127,12 +118,22 @@ JobResult LocalJob::run() {
   }
   display_.note("job " + layout_.job_id + " " + jobStateName(JobState::kQueued) + "; logs in " +
                 log_dir_);
+  if (options_.trial_id.empty()) registerJob(layout_.job_id, layout_.output_dir);
+  writeStatus();
   if (spec_.scheduling.timeout_s > 0) {
     job_deadline_ = started_ + std::chrono::seconds(spec_.scheduling.timeout_s);
   }
   startAttempt();
+  if (options_.notify_fd >= 0) {
+    std::string text = layout_.job_id + "\n";
+    if (write(options_.notify_fd, text.data(), text.size()) < 0) {
+      // the waiter is gone; the job goes on
+    }
+    close(options_.notify_fd);
+  }
   loop();
   cleanup();
+  writeStatus();
   result.state = state_;
   result.cause = cause_;
   result.output_dir = layout_.output_dir;
@@ -291,8 +292,14 @@ void LocalJob::enterPhase(Phase phase, JobState state) {
   if (state != state_) {
     state_ = state;
     display_.note("job " + layout_.job_id + " " + jobStateName(state));
+    writeStatus();
   }
   updateStatus();
+}
+
+void LocalJob::writeStatus() {
+  JobStatusRecord s{layout_.job_id, jobStateName(state_), "local", "", cause_, getpid()};
+  writeJobStatus(layout_.output_dir, s);
 }
 
 void LocalJob::loop() {

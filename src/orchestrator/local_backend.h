@@ -31,6 +31,9 @@ struct RunOptions {
   // (root; network_emulation.h), built with the harness tool at netns_tool.
   bool emulate_network = false;
   std::string netns_tool;
+  // --detach: the job's start (local: the reducers launched; Slurm: the job submitted) is told
+  // by writing its id to this pipe, which is then closed; -1: no one waits.
+  int notify_fd = -1;
 };
 
 struct JobResult {

@@ -21,6 +21,7 @@ constexpr ManagedVariable kManaged[] = {
     {"WORLD_SIZE", {}, kPerReplica},
     {"LOCAL_RANK", {}, kPerReplica},
     {"LOCAL_WORLD_SIZE", {}, kPerReplica},
+    {"NODE_RANK", {}, kPerReplica},
     {"MASTER_ADDR", {}, kPerReplica},
     {"MASTER_PORT", {}, kPerReplica},
     {"TORCHELASTIC_RESTART_COUNT", {}, kPerReplica},

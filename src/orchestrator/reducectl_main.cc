@@ -1,7 +1,10 @@
 // reducectl: runs libreduce jobs described by a job spec.
 //
-//   reducectl run SPEC [--quiet] [--job-id ID] [--reduce-server PATH] [--ready-timeout SEC]
-//                      [--stop-grace SEC] [--emulate-network] [--netns-tool PATH]
+//   reducectl run SPEC [--backend local|slurm] [--detach] [--quiet] [--job-id ID]
+//                      [--reduce-server PATH] [--ready-timeout SEC] [--stop-grace SEC]
+//                      [--emulate-network] [--netns-tool PATH]
+//   reducectl render --backend slurm SPEC
+//   reducectl status JOB | reducectl cancel JOB [--wait SEC]
 //   reducectl launch [--workers N] [--reducers M] [--algo NAME] [--timeout SEC] [--name NAME]
 //                    [--output-dir DIR] [run options] -- PROGRAM [ARGS...]
 //   reducectl tune SPEC [--job-id ID] [--quiet] [run options] | reducectl tune --resume DIR
@@ -21,10 +24,14 @@
 
 #include "common/algorithm.h"
 #include "common/limits.h"
+#include "orchestrator/job_commands.h"
+#include "orchestrator/job_files.h"
 #include "orchestrator/job_spec.h"
 #include "orchestrator/job_spec_reader.h"
 #include "orchestrator/local_backend.h"
 #include "orchestrator/plan_model.h"
+#include "orchestrator/slurm_backend.h"
+#include "orchestrator/slurm_replica.h"
 #include "orchestrator/tuning/tuning_job.h"
 #include "orchestrator/tuning/tuning_spec.h"
 
@@ -37,17 +44,24 @@ constexpr int kExitUsage = 2;
 
 void usage(FILE* out) {
   std::fputs(
-      "usage: reducectl run SPEC [options]     run a job on this machine\n"
+      "usage: reducectl run SPEC [options]     run a job (on this machine, or on Slurm)\n"
       "       reducectl launch [options] -- PROGRAM [ARGS...]\n"
       "                                        run PROGRAM as N ranks through M reducers\n"
       "       reducectl tune SPEC [options]    run a hyperparameter tuning job: trials of its\n"
       "                                        trialJobSpec, parameters from its studySpec\n"
       "       reducectl tune --resume DIR      continue the tuning job kept in DIR\n"
       "       reducectl validate SPEC          check a job or tuning spec, describe it\n"
+      "       reducectl render --backend slurm SPEC\n"
+      "                                        print the batch script the Slurm backend submits\n"
+      "       reducectl status JOB             a job's state (JOB: its id or its directory)\n"
+      "       reducectl cancel JOB [--wait SEC]  cancel a job another reducectl follows\n"
       "       reducectl plan SPEC | --workers N --worker-gbps G [--reducer-gbps R] "
       "[--reducers K]\n"
       "                                        how many reducers, and the predicted speed-up\n"
       "run options:\n"
+      "  --backend NAME        local (default: processes on this machine) or slurm (a\n"
+      "                        heterogeneous Slurm job; the job directory must be shared)\n"
+      "  --detach              start the job in the background, print its id and return\n"
       "  --quiet               replicas' output only to their logs, not to the terminal\n"
       "  --job-id ID           the job id (default: NAME-DATE-TIME-XXXX)\n"
       "  --reduce-server PATH  the built-in reducer (default: next to reducectl, else PATH)\n"
@@ -166,11 +180,69 @@ std::string defaultPlotTool() {
   return selfDirectory() + "/../" RD_DATADIR_RELATIVE "/libreduce/plot_trials.py";
 }
 
+bool runOption(const std::string& name, const std::string& value, rd::orch::RunOptions* options);
+
 rd::orch::RunOptions defaultRunOptions() {
   rd::orch::RunOptions options;
   options.reduce_server = defaultReduceServer();
   options.netns_tool = RD_NETNS_TOOL_DEFAULT;
   return options;
+}
+
+// How run and launch start a job: the options, where, and whether reducectl waits for its end.
+struct RunRequest {
+  rd::orch::RunOptions options = defaultRunOptions();
+  bool slurm = false;
+  bool detach = false;
+};
+
+// The nodes run reducectl and reduce-server by the paths this reducectl has: the same
+// installation on every node (or a shared one).
+rd::orch::SlurmRunOptions slurmOptions(const rd::orch::RunOptions& options) {
+  rd::orch::SlurmRunOptions slurm;
+  slurm.run = options;
+  slurm.reducectl = selfDirectory() + "/reducectl";
+  if (slurm.run.reduce_server.find('/') != std::string::npos) {
+    slurm.run.reduce_server = rd::orch::absolutePath(slurm.run.reduce_server);
+  }
+  return slurm;
+}
+
+rd::orch::JobResult runOnBackend(const JobSpec& spec, const RunRequest& request) {
+  if (request.slurm) return rd::orch::runSlurmJob(spec, slurmOptions(request.options));
+  return rd::orch::runLocalJob(spec, request.options);
+}
+
+int startJob(const JobSpec& spec, RunRequest request) {
+  if (request.slurm && request.options.emulate_network) {
+    die("--emulate-network is for the local backend (namespaces on this machine)");
+  }
+  if (!request.detach) return runOnBackend(spec, request).exit_code;
+  if (request.options.job_id.empty()) request.options.job_id = rd::orch::makeJobId(spec.name);
+  request.options.quiet = true;
+  std::string base = spec.base_output_dir.empty() ? "reducectl-jobs" : spec.base_output_dir;
+  std::string output_dir = rd::orch::absolutePath(base) + "/" + request.options.job_id;
+  return rd::orch::runDetached(request.options.job_id, output_dir, [&](int notify_fd) {
+    RunRequest child = request;
+    child.options.notify_fd = notify_fd;
+    return runOnBackend(spec, child);
+  });
+}
+
+// --backend and --detach, then the options every job run takes.
+bool requestOption(const std::string& name, const std::string& value, RunRequest* request) {
+  if (name == "--backend") {
+    if (value != "local" && value != "slurm") {
+      die("--backend must be local or slurm (got '" + value + "')");
+    }
+    request->slurm = value == "slurm";
+    return true;
+  }
+  if (name == "--detach") {
+    request->detach = true;
+    return true;
+  }
+  return runOption(name, value, &request->options);
 }
 
 // The options run and launch share; false for a flag that is not one of them.
@@ -196,18 +268,18 @@ bool runOption(const std::string& name, const std::string& value, rd::orch::RunO
   return true;
 }
 
+const std::vector<std::string> kRunSwitches = {"--quiet", "--emulate-network", "--detach"};
+
 int cmdRun(int argc, char** argv) {
-  Args args = parseArgs(argc, argv, 2, {"--quiet", "--emulate-network"});
+  Args args = parseArgs(argc, argv, 2, kRunSwitches);
   std::string path = oneWord(args, "run");
-  rd::orch::RunOptions options = defaultRunOptions();
+  RunRequest request;
   for (const auto& [name, value] : args.flags) {
-    if (!runOption(name, value, &options)) {
+    if (!requestOption(name, value, &request)) {
       die("unknown option " + name + " for run (see reducectl --help)");
     }
   }
-  JobSpec spec = loadOrDie(path);
-  rd::orch::JobResult result = rd::orch::runLocalJob(spec, options);
-  return result.exit_code;
+  return startJob(loadOrDie(path), request);
 }
 
 // A job from the command line, torchrun style: PROGRAM as every rank, built-in reducers.
@@ -215,7 +287,7 @@ int cmdLaunch(int argc, char** argv) {
   int dash = 2;
   while (dash < argc && std::string(argv[dash]) != "--") ++dash;
   if (dash + 1 >= argc) die("launch needs -- PROGRAM [ARGS...]");
-  Args args = parseArgs(dash, argv, 2, {"--quiet", "--emulate-network"});
+  Args args = parseArgs(dash, argv, 2, kRunSwitches);
   if (!args.words.empty()) die("launch: '" + args.words[0] + "' before --: options only there");
   JobSpec spec;
   spec.name = "launch";
@@ -227,9 +299,9 @@ int cmdLaunch(int argc, char** argv) {
   std::string algo;
   rdAlgorithm_t chosen_algo = rdAlgoDefault;
   double nic_gbps = 0;
-  rd::orch::RunOptions options = defaultRunOptions();
+  RunRequest request;
   for (const auto& [name, value] : args.flags) {
-    if (runOption(name, value, &options)) continue;
+    if (requestOption(name, value, &request)) continue;
     if (name == "--nic-gbps") {
       nic_gbps = gbpsFlag(name, value);
       continue;
@@ -265,8 +337,7 @@ int cmdLaunch(int argc, char** argv) {
   for (auto& pool : spec.pools) pool.nic_gbps = nic_gbps;
   if (!algo.empty()) spec.libreduce_env.emplace_back("LIBREDUCE_ALGO", algo);
   requireJobName("--name", spec.name);
-  rd::orch::JobResult result = rd::orch::runLocalJob(spec, options);
-  return result.exit_code;
+  return startJob(spec, request);
 }
 
 std::string describeJob(const JobSpec& spec) {
@@ -397,6 +468,68 @@ int cmdPlan(int argc, char** argv) {
   return 0;
 }
 
+int cmdRender(int argc, char** argv) {
+  Args args = parseArgs(argc, argv, 2, {});
+  RunRequest request;
+  std::string backend;
+  for (const auto& [name, value] : args.flags) {
+    if (name == "--backend") {
+      backend = value;
+    } else if (!runOption(name, value, &request.options)) {
+      die("unknown option " + name + " for render (see reducectl --help)");
+    }
+  }
+  if (backend != "slurm") die("render needs --backend slurm (the one backend with a script)");
+  JobSpec spec = loadOrDie(oneWord(args, "render"));
+  std::string script, error;
+  if (!rd::orch::renderSlurmJob(spec, slurmOptions(request.options), &script, &error)) die(error);
+  std::fputs(script.c_str(), stdout);
+  return 0;
+}
+
+int cmdStatusOrCancel(int argc, char** argv, bool cancel) {
+  Args args = parseArgs(argc, argv, 2, {});
+  int wait_s = 120;
+  for (const auto& [name, value] : args.flags) {
+    if (!cancel || name != "--wait") die("unknown option " + name + " (see reducectl --help)");
+    wait_s = intFlag(name, value, 1, 3600);
+  }
+  if (args.words.size() != 1) die("give one JOB: its id or its directory");
+  return cancel ? rd::orch::cancelJob(args.words[0], wait_s)
+                : rd::orch::showJobStatus(args.words[0]);
+}
+
+// Run by the Slurm backend's srun steps on the nodes, not by users.
+int cmdSlurmReplica(int argc, char** argv) {
+  Args args = parseArgs(argc, argv, 2, {});
+  rd::orch::SlurmReplicaArgs replica;
+  std::string pool;
+  for (const auto& [name, value] : args.flags) {
+    if (name == "--job-dir") {
+      replica.job_dir = value;
+    } else if (name == "--attempt") {
+      replica.attempt = intFlag(name, value, 0, 1000);
+    } else if (name == "--pool") {
+      pool = value;
+    } else if (name == "--ready-timeout") {
+      replica.ready_timeout_s = intFlag(name, value, 1, 3600);
+    } else if (name == "--reduce-server") {
+      replica.reduce_server = value;
+    } else {
+      die("unknown option " + name + " for slurm-replica");
+    }
+  }
+  bool known = false;
+  for (int p = 0; p < rd::orch::kPoolCount; ++p) {
+    if (pool == rd::orch::poolName(static_cast<PoolKind>(p))) {
+      replica.pool = static_cast<PoolKind>(p);
+      known = true;
+    }
+  }
+  if (!known || replica.job_dir.empty()) die("slurm-replica needs --job-dir DIR --pool NAME");
+  return rd::orch::runSlurmReplica(replica);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -426,7 +559,14 @@ int main(int argc, char** argv) {
   }
   if (command == "validate") return cmdValidate(argc, argv);
   if (command == "plan") return cmdPlan(argc, argv);
-  std::fprintf(stderr, "reducectl: unknown command '%s' (run, launch, tune, validate, plan)\n",
+  if (command == "render") return cmdRender(argc, argv);
+  if (command == "status" || command == "cancel") {
+    return cmdStatusOrCancel(argc, argv, command == "cancel");
+  }
+  if (command == "slurm-replica") return cmdSlurmReplica(argc, argv);
+  std::fprintf(stderr,
+               "reducectl: unknown command '%s' (run, launch, tune, validate, plan, render, "
+               "status, cancel)\n",
                command.c_str());
   usage(stderr);
   return kExitUsage;

@@ -116,11 +116,13 @@ void addTorchVariables(const JobSpec& spec, const JobLayout& layout, const Repli
   const auto& rank0_pool = poolAddresses(layout, rankZeroPool(spec));
   const auto [master_addr, master_port] =
       rank0_pool.empty() ? std::pair<std::string, std::string>() : splitHostPort(rank0_pool[0]);
-  // Every replica of the local backend runs on this host, so the local group is the world.
+  const bool one_host = replica.local_rank < 0;
   env->emplace_back("RANK", std::to_string(rank));
   env->emplace_back("WORLD_SIZE", std::to_string(world));
-  env->emplace_back("LOCAL_RANK", std::to_string(rank));
-  env->emplace_back("LOCAL_WORLD_SIZE", std::to_string(world));
+  env->emplace_back("LOCAL_RANK", std::to_string(one_host ? rank : replica.local_rank));
+  env->emplace_back("LOCAL_WORLD_SIZE",
+                    std::to_string(one_host ? world : replica.local_world_size));
+  env->emplace_back("NODE_RANK", std::to_string(one_host ? 0 : replica.node_rank));
   env->emplace_back("MASTER_ADDR", master_addr);
   env->emplace_back("MASTER_PORT", master_port);
   env->emplace_back("TORCHELASTIC_RESTART_COUNT",

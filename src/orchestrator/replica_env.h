@@ -35,6 +35,12 @@ struct ReplicaId {
   PoolKind pool = PoolKind::kWorkers;
   int index = 0;
   int restarts = 0;
+  // Where a rank runs among the job's nodes: torchrun's LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK.
+  // local_rank -1: every replica on this host (the local backend), so LOCAL_RANK is RANK and
+  // the local world is the world.
+  int local_rank = -1;
+  int local_world_size = 0;
+  int node_rank = 0;
 };
 
 /**
@@ -47,7 +53,8 @@ struct ReplicaId {
  *   {"type": ..., "index": I}, "environment": "cloud"} (the built-in reducers are not TensorFlow
  *   servers and are left out)
  * - primary and workers: RANK (primary 0, workers 1..), WORLD_SIZE, LOCAL_RANK,
- *   LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT
+ *   LOCAL_WORLD_SIZE, NODE_RANK (from @p replica's placement), MASTER_ADDR, MASTER_PORT,
+ *   TORCHELASTIC_RESTART_COUNT
  * - LIBREDUCE_REDUCERS, LIBREDUCE_COMM_ID, LIBREDUCE_SECRET_FILE, the spec's libreduce settings
  * - AIP_MODEL_DIR, AIP_CHECKPOINT_DIR, AIP_TENSORBOARD_LOG_DIR (under output_dir),
  *   CLOUD_ML_JOB_ID, CLOUD_ML_TRIAL_ID (the trial's id, empty outside a tuning job), and in a

@@ -23,8 +23,10 @@ import sys
 
 POOLS = {f"workerpool{n}": n for n in range(4)}  # CLUSTER_SPEC's task types
 TF_TYPES = {0: "chief", 1: "worker", 2: "ps", 3: "evaluator"}
-TORCH_VARS = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+TORCH_VARS = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "MASTER_ADDR",
               "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT"]
+SLURM_VARS = ["SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID", "SLURMD_NODENAME",
+              "SLURM_STEP_TASKS_PER_NODE", "SLURM_JOB_ID"]
 AIP_VARS = ["AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR"]
 
 
@@ -74,13 +76,40 @@ def check_torch(env, pool, index, pools, c):
     want_world = len(primary) + len(workers)
     c.equal("RANK", env.get("RANK"), str(want_rank))
     c.equal("WORLD_SIZE", env.get("WORLD_SIZE"), str(want_world))
-    c.equal("LOCAL_RANK", env.get("LOCAL_RANK"), env.get("RANK"))
-    c.equal("LOCAL_WORLD_SIZE", env.get("LOCAL_WORLD_SIZE"), env.get("WORLD_SIZE"))
+    check_placement(env, pool, bool(primary), c)
     rank0 = (primary or workers or [None])[0]
     master = join_host_port(env.get("MASTER_ADDR", ""), env.get("MASTER_PORT", ""))
     c.equal("MASTER_ADDR:MASTER_PORT", master, rank0)
     restarts = env.get("TORCHELASTIC_RESTART_COUNT", "")
     c.check(restarts.isdigit(), f"TORCHELASTIC_RESTART_COUNT is {restarts!r}, not a count")
+
+
+def tasks_on_node(tasks_per_node, node):
+    """Slurm's "2(x3),1" form: the tasks on node @node."""
+    first = 0
+    for item in tasks_per_node.split(","):
+        tasks, _, repeat = item.partition("(x")
+        count = int(repeat.rstrip(")")) if repeat else 1
+        if node < first + count:
+            return int(tasks)
+        first += count
+    return 0
+
+
+def check_placement(env, pool, has_primary, c):
+    """LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK: the local backend puts every rank on one host;
+    under srun (the Slurm backend) they follow Slurm's placement, the primary's node first."""
+    if "SLURM_PROCID" not in env:
+        c.equal("LOCAL_RANK", env.get("LOCAL_RANK"), env.get("RANK"))
+        c.equal("LOCAL_WORLD_SIZE", env.get("LOCAL_WORLD_SIZE"), env.get("WORLD_SIZE"))
+        c.equal("NODE_RANK", env.get("NODE_RANK"), "0")
+        return
+    node = int(env.get("SLURM_NODEID", "0"))
+    c.equal("LOCAL_RANK", env.get("LOCAL_RANK"), env.get("SLURM_LOCALID"))
+    c.equal("LOCAL_WORLD_SIZE", env.get("LOCAL_WORLD_SIZE"),
+            str(tasks_on_node(env.get("SLURM_STEP_TASKS_PER_NODE", ""), node)))
+    c.equal("NODE_RANK", env.get("NODE_RANK"),
+            str(node + (1 if pool == 1 and has_primary else 0)))
 
 
 def check_tf_config(tf, pool, index, pools, c):
@@ -158,7 +187,8 @@ def check_environment(env, expect_world):
     if expect_world is not None:
         world = env.get("WORLD_SIZE") if is_rank else str(len(pools[0]) + len(pools[1]))
         c.equal("WORLD_SIZE" if is_rank else "ranks in CLUSTER_SPEC", world, str(expect_world))
-    names = sorted(n for n in env if n in TORCH_VARS + AIP_VARS or n.startswith("LIBREDUCE_")
+    names = sorted(n for n in env if n in TORCH_VARS + AIP_VARS + SLURM_VARS
+                   or n.startswith("LIBREDUCE_")
                    or n.startswith("CLOUD_ML_"))
     summary = {"type": task_type, "index": index, "cluster_spec": spec, "tf_config": tf,
                "env": {n: env[n] for n in names}}

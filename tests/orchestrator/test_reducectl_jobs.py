@@ -346,6 +346,36 @@ class JobTests(unittest.TestCase):
 
     # -- provisioning ---------------------------------------------------------------------
 
+    def test_detach_then_status_and_cancel(self):
+        spec = self.write_spec([pool(1, sh("exec sleep 320")), pool(1, sh("exec sleep 321")),
+                                pool(1, None)])
+        env = dict(os.environ, XDG_STATE_HOME=os.path.join(self.dir, "state"))
+        proc = subprocess.run([REDUCECTL, "run", spec, "--detach", "--job-id", self.job_id],
+                              capture_output=True, text=True, timeout=60, env=env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout.strip(), self.job_id)
+        self.assertIn("started in the background", proc.stderr)
+        deadline = time.monotonic() + 60
+        while True:
+            status = subprocess.run([REDUCECTL, "status", self.job_id], capture_output=True,
+                                    text=True, env=env)
+            self.assertEqual(status.returncode, 0, status.stderr)
+            if f"job {self.job_id}: RUNNING" in status.stdout or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        self.assertIn(f"job {self.job_id}: RUNNING", status.stdout)
+        self.assertIn("backend: local", status.stdout)
+        cancel = subprocess.run([REDUCECTL, "cancel", self.job_id], capture_output=True,
+                                text=True, env=env, timeout=60)
+        self.assertEqual(cancel.returncode, 0, cancel.stderr)
+        self.assertIn(f"job {self.job_id}: CANCELLED", cancel.stdout)
+        self.assertEqual(self.record()["state"], "JOB_STATE_CANCELLED")
+        self.assert_gone()
+        unknown = subprocess.run([REDUCECTL, "status", "no-such-job"], capture_output=True,
+                                 text=True, env=env)
+        self.assertEqual(unknown.returncode, 2)
+        self.assertIn("no job 'no-such-job'", unknown.stderr)
+
     def test_reducer_never_ready_fails_clearly(self):
         spec = self.write_spec([pool(1, sh("exec sleep 311")), pool(0, None),
                                 pool(2, sh("exec sleep 312"))])
