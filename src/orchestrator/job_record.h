@@ -37,9 +37,9 @@ struct JobRecord {
   const JobLayout& layout;
   JobState state;
   std::string cause;
-  std::string started_wall;     // ISO 8601, local time
-  double seconds;               // duration
-  int restarts;                 // restarts used
+  std::string started_wall;  // ISO 8601, local time
+  double seconds;            // duration
+  int restarts;              // restarts used
   std::string slurm_jobs{};  // the Slurm backend: each attempt's Slurm job id, comma-separated
 };
 
