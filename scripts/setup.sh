@@ -10,7 +10,7 @@ packages=(
   clang clang-format clang-tidy libclang-rt-14-dev
   pybind11-dev python3-dev python3-numpy python3-pytest python3-torch libtorch-dev
   libgloo-dev libopenmpi-dev openmpi-bin python3-matplotlib libyaml-cpp-dev
-  slurm-wlm munge
+  slurm-wlm munge podman runc catatonit python3-jsonschema python3-yaml
 )
 
 missing=()

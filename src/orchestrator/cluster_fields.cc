@@ -98,6 +98,23 @@ MachineSpec readMachineSpec(const Field& field) {
   return m;
 }
 
+DiskSpec readDiskSpec(const Field& field) {
+  FieldMap map(field, {"bootDiskType", "bootDiskSizeGb"}, "a map");
+  DiskSpec d;
+  if (auto f = map.get("bootDiskType")) {
+    d.boot_disk_type = spec::readNonEmptyText(*f, "a disk type (pd-ssd, pd-standard)");
+    if (!allOf(d.boot_disk_type, [](unsigned char c) {
+          return std::islower(c) != 0 || std::isdigit(c) != 0 || c == '-';
+        })) {
+      f->fail("'" + d.boot_disk_type + "' is not a disk type (pd-ssd, pd-standard, pd-balanced)");
+    }
+  }
+  if (auto f = map.get("bootDiskSizeGb")) {
+    d.boot_disk_size_gb = static_cast<int>(spec::readInt(*f, 10, 65536));
+  }
+  return d;
+}
+
 SlurmPoolSpec readSlurmPool(const Field& field, int replica_count) {
   FieldMap map(field, {"nodes", "tasksPerNode", "cpusPerTask", "gpus", "memory", "partition"},
                "a map");

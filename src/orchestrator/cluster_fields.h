@@ -18,6 +18,9 @@ MachineSpec readMachineSpec(const spec::Field& field);
  */
 SlurmPoolSpec readSlurmPool(const spec::Field& field, int replica_count);
 
+/** diskSpec: {bootDiskType, bootDiskSizeGb}. Throws spec::SpecError. */
+DiskSpec readDiskSpec(const spec::Field& field);
+
 /** The job's slurm: {partition, account, qos, timeLimit, sbatchOptions}. Throws. */
 SlurmJobSpec readSlurmJob(const spec::Field& field);
 

@@ -100,8 +100,12 @@ bool makeSecret(std::string* dir, std::string* secret_file, std::string* error) 
   return writeSecretFile(*secret_file, error);
 }
 
+std::string newSecret() {
+  return randomHex(32);
+}
+
 bool writeSecretFile(const std::string& path, std::string* error) {
-  std::string secret = randomHex(32);
+  std::string secret = newSecret();
   mode_t old = umask(077);
   std::ofstream(path) << secret << "\n";
   umask(old);

@@ -22,6 +22,9 @@ bool makeDirectories(const std::string& path, std::string* error);
  */
 bool makeSecret(std::string* dir, std::string* secret_file, std::string* error);
 
+/** A fresh job secret: 32 random bytes as hex; empty if the system gave no randomness. */
+std::string newSecret();
+
 /** Writes a fresh job secret (32 random bytes as hex) to @p path, readable by its owner only. */
 bool writeSecretFile(const std::string& path, std::string* error);
 

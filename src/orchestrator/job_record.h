@@ -28,8 +28,9 @@ struct Replica {
   std::string out_buf, err_buf;      // partial lines
   std::deque<std::string> last_err;  // its last few stderr lines, for the cause
   int log_fd = -1;
-  std::string ready_file;  // reducers: where the ready line appears
-  bool ready = false;      // reducers: its address is in the job's layout
+  std::string ready_file;      // reducers: where the ready line appears
+  std::string container_name;  // a containerSpec pool's replica: its container (removed at the end)
+  bool ready = false;          // reducers: its address is in the job's layout
 };
 
 struct JobRecord {

@@ -32,19 +32,33 @@ constexpr int kMaxRestarts = 100;
 // Reducers: as many as one communicator spreads over.
 constexpr int kMaxReplicas[kPoolCount] = {1, 4096, static_cast<int>(limits::kMaxReducers), 4096};
 
-// Vertex names that do not fit local processes: say what to write instead of just "unknown".
-constexpr std::pair<const char*, const char*> kTopHints[] = {
-    {"jobSpec", "give the job spec's fields (workerPoolSpecs, scheduling, ...) at the top level"},
-};
+// Vertex names that do not fit: say what to write instead of just "unknown".
 constexpr std::pair<const char*, const char*> kPoolHints[] = {
-    {"containerSpec",
-     "reducectl runs local processes, not containers: give command, args and env "
-     "in the pool itself"},
     {"pythonPackageSpec",
-     "reducectl runs local processes: give command (e.g. [python3, -m, "
+     "reducectl runs programs, not Python packages: give command (e.g. [python3, -m, "
      "trainer.task]), args and env in the pool itself"},
-    {"diskSpec", "replicas run on this machine and use its disks"},
 };
+
+// A Vertex CustomJob as `gcloud ai custom-jobs describe` prints it: what Vertex reports about a
+// job (name, state, times) is accepted and left unused.
+const std::vector<std::string> kCustomJobFields = {
+    "displayName", "jobSpec",    "name",   "state",          "createTime",    "startTime",
+    "endTime",     "updateTime", "labels", "encryptionSpec", "webAccessUris", "error"};
+// jobSpec's own fields; the Google Cloud ones (service account, VPC, TensorBoard, ...) are
+// accepted and left unused.
+const std::vector<std::string> kJobFields = {"baseOutputDirectory", "scheduling", "libreduce",
+                                             "workerPoolSpecs", "slurm"};
+const std::vector<std::string> kCloudOnlyJobFields = {"serviceAccount",
+                                                      "network",
+                                                      "reservedIpRanges",
+                                                      "enableWebAccess",
+                                                      "enableDashboardAccess",
+                                                      "tensorboard",
+                                                      "experiment",
+                                                      "experimentRun",
+                                                      "models",
+                                                      "persistentResourceId",
+                                                      "protectedArtifactLocationId"};
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
@@ -274,17 +288,60 @@ void readCommand(const FieldMap& map, PoolKind kind, PoolSpec* pool) {
   pool->command.insert(pool->command.end(), extra.begin(), extra.end());
 }
 
+bool isVertexReducerImage(const std::string& image) {
+  return image.find("vertex-ai") != std::string::npos &&
+         image.find("/reductionserver") != std::string::npos;
+}
+
+// containerSpec: {imageUri, command, args, env}. The pool's own command and args would compete
+// with the container's, so they are refused beside it.
+void readContainer(const Field& field, const FieldMap& pool_map, PoolKind kind, PoolSpec* pool) {
+  for (const char* name : {"command", "args"}) {
+    if (auto f = pool_map.get(name)) {
+      f->fail(std::string("the pool has a containerSpec: give ") + name + " there (it runs in " +
+              "the container), not beside it");
+    }
+  }
+  FieldMap map(field, {"imageUri", "command", "args", "env"}, "a map");
+  Field image_field = map.require("imageUri", "the image the pool's replicas run");
+  std::string image = spec::readNonEmptyText(image_field, "an image (REGISTRY/NAME:TAG)");
+  if (image[0] == '-' || image.find_first_of(" \t\n\r") != std::string::npos) {
+    image_field.fail("'" + image + "' is not an image reference (REGISTRY/NAME:TAG)");
+  }
+  if (auto f = map.get("command")) {
+    pool->container.command = spec::readTextList(*f);
+    if (pool->container.command.empty() || pool->container.command[0].empty()) {
+      f->fail("the program (the first item) is missing; leave command out for the image's own");
+    }
+  }
+  if (auto f = map.get("args")) pool->container.args = spec::readTextList(*f);
+  if (auto f = map.get("env")) {
+    for (auto& kv : readEnv(*f)) pool->env.push_back(std::move(kv));
+  }
+  if (kind == PoolKind::kReducers && isVertexReducerImage(image)) {
+    pool->note =
+        image + " is Vertex AI's reduction server: the built-in reduce-server runs " + "instead";
+    pool->container = ContainerSpec{};
+    return;
+  }
+  pool->container.image_uri = image;
+}
+
 PoolSpec readPool(const Field& field, PoolKind kind) {
   PoolSpec pool;
   pool.line = field.mark.line + 1;
-  FieldMap map(
-      field,
-      {"replicaCount", "command", "args", "env", "workingDir", "resources", "machineSpec", "slurm"},
-      "a worker pool map", kPoolHints);
+  FieldMap map(field,
+               {"replicaCount", "command", "args", "env", "workingDir", "resources",
+                "containerSpec", "machineSpec", "diskSpec", "slurm"},
+               "a worker pool map", kPoolHints);
   if (map.emptyMap()) return pool;  // {}: the pool is left out
   pool.replica_count = readReplicaCount(map.require("replicaCount", "0 leaves the pool out"), kind);
-  readCommand(map, kind, &pool);
   if (auto f = map.get("env")) pool.env = readEnv(*f);
+  if (auto f = map.get("containerSpec")) {
+    readContainer(*f, map, kind, &pool);
+  } else {
+    readCommand(map, kind, &pool);
+  }
   if (auto f = map.get("workingDir")) {
     pool.working_dir = spec::readNonEmptyText(*f, "a directory path");
   }
@@ -296,6 +353,7 @@ PoolSpec readPool(const Field& field, PoolKind kind) {
     }
   }
   if (auto f = map.get("machineSpec")) pool.machine = readMachineSpec(*f);
+  if (auto f = map.get("diskSpec")) pool.disk = readDiskSpec(*f);
   if (auto f = map.get("slurm")) pool.slurm = readSlurmPool(*f, pool.replica_count);
   return pool;
 }
@@ -328,21 +386,44 @@ void readPools(const FieldMap& top, JobSpec* spec) {
 
 }  // namespace
 
-void readJobSpecField(const Field& top, JobSpec* spec, bool name_required) {
-  FieldMap map(
-      top,
-      {"displayName", "baseOutputDirectory", "scheduling", "libreduce", "workerPoolSpecs", "slurm"},
-      "the job spec to be a map", kTopHints);
-  if (name_required) {
-    spec->name = readDisplayName(map.require("displayName", "name the job ([A-Za-z0-9_.-])"));
-  } else if (auto f = map.get("displayName")) {
-    spec->name = readDisplayName(*f);
-  }
+namespace {
+
+// The job's fields from @p map: the top level of a spec, or a Vertex CustomJob's jobSpec.
+void readJobFields(const FieldMap& map, JobSpec* spec) {
   if (auto f = map.get("baseOutputDirectory")) spec->base_output_dir = readOutputDir(*f);
   readPools(map, spec);
   if (auto f = map.get("scheduling")) spec->scheduling = readScheduling(*f);
   if (auto f = map.get("libreduce")) readLibreduce(*f, spec);
   if (auto f = map.get("slurm")) spec->slurm = readSlurmJob(*f);
+}
+
+std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+void readName(const FieldMap& map, JobSpec* spec, bool name_required) {
+  if (name_required) {
+    spec->name = readDisplayName(map.require("displayName", "name the job ([A-Za-z0-9_.-])"));
+  } else if (auto f = map.get("displayName")) {
+    spec->name = readDisplayName(*f);
+  }
+}
+
+}  // namespace
+
+void readJobSpecField(const Field& top, JobSpec* spec, bool name_required) {
+  const YAML::Node& root = top.node;
+  if (root.IsMap() && root["jobSpec"].IsDefined()) {  // a Vertex CustomJob, as Vertex prints it
+    FieldMap custom_job(top, kCustomJobFields, "a Vertex CustomJob");
+    readName(custom_job, spec, name_required);
+    Field job = custom_job.require("jobSpec", "the job's workerPoolSpecs");
+    readJobFields(FieldMap(job, joined(kJobFields, kCloudOnlyJobFields), "a map"), spec);
+    return;
+  }
+  FieldMap map(top, joined({"displayName"}, kJobFields), "the job spec to be a map");
+  readName(map, spec, name_required);
+  readJobFields(map, spec);
 }
 
 std::string formatSpecError(const std::string& source, const YAML::Mark& mark,

@@ -38,17 +38,34 @@ struct SlurmPoolSpec {
   std::string partition;   // this pool's partition (reducers on CPU nodes); empty: the job's
 };
 
+/** Vertex's containerSpec: the pool's replicas run in a container of this image. */
+struct ContainerSpec {
+  std::string image_uri;             // empty: the pool runs a program on the host
+  std::vector<std::string> command;  // replaces the image's entrypoint; empty: the image's own
+  std::vector<std::string> args;     // the entrypoint's arguments; empty: the image's own
+};
+
+/** Vertex's diskSpec (checked; local replicas use the host's disks). */
+struct DiskSpec {
+  std::string boot_disk_type;  // pd-ssd, pd-standard, ...
+  int boot_disk_size_gb = 0;
+};
+
 struct PoolSpec {
   int replica_count = 0;  // 0: the pool is absent ({} or not listed)
   // Program and arguments (command then args, both lists). Empty for the reducer pool: the
-  // built-in reduce-server. Other pools with replicas need a command.
+  // built-in reduce-server, and for a pool with a container (its command is the container's).
+  // Other pools with replicas need a command.
   std::vector<std::string> command;
   std::vector<std::pair<std::string, std::string>> env;  // in spec order
   std::string working_dir;                               // empty: reducectl's working directory
   double nic_gbps = 0;  // resources.nicGbps: each replica's NIC; 0 = not given
+  ContainerSpec container;
   MachineSpec machine;
+  DiskSpec disk;
   SlurmPoolSpec slurm;
-  int line = 0;  // 1-based line of the pool in the spec, for messages
+  std::string note;  // what reducectl changed while reading (a Vertex reducer image mapped)
+  int line = 0;      // 1-based line of the pool in the spec, for messages
 };
 
 struct Scheduling {

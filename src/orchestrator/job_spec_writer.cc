@@ -29,6 +29,13 @@ std::string poolDocument(const PoolSpec& pool) {
     }
     out += "]";
   }
+  if (!pool.container.image_uri.empty()) {
+    const ContainerSpec& c = pool.container;
+    out += ", \"containerSpec\": {\"imageUri\": " + jsonString(c.image_uri);
+    if (!c.command.empty()) out += ", \"command\": " + jsonStringArray(c.command);
+    if (!c.args.empty()) out += ", \"args\": " + jsonStringArray(c.args);
+    out += "}";
+  }
   if (!pool.working_dir.empty()) out += ", \"workingDir\": " + jsonString(pool.working_dir);
   if (pool.nic_gbps > 0) {
     char gbps[32];

@@ -11,9 +11,9 @@ namespace rd::orch {
 
 /**
  * @p spec as a job spec document: displayName, baseOutputDirectory, the pools (replicaCount,
- * command, env, workingDir, resources), scheduling and libreduce. Cluster fields (machineSpec,
- * slurm) are left out: they are used before the replicas start. parseJobSpec of the result gives
- * back the same pools, scheduling and settings.
+ * command, containerSpec, env, workingDir, resources), scheduling and libreduce. Cluster fields
+ * (machineSpec, slurm) are left out: they are used before the replicas start. parseJobSpec of the
+ * result gives back the same pools, scheduling and settings.
  */
 std::string jobSpecDocument(const JobSpec& spec);
 

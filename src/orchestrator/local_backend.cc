@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "orchestrator/container_runtime.h"
 #include "orchestrator/job_display.h"
 #include "orchestrator/job_files.h"
 #include "orchestrator/job_record.h"
@@ -137,11 +139,7 @@ JobResult LocalJob::run() {
   result.state = state_;
   result.cause = cause_;
   result.output_dir = layout_.output_dir;
-  if (state_ == JobState::kSucceeded) {
-    result.exit_code = 0;
-  } else if (state_ == JobState::kCancelled) {
-    result.exit_code = 128 + cancel_signal_;
-  }
+  result.exit_code = jobExitCode(state_, cancel_signal_);
   double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   JobRecord record{spec_, layout_, state_, cause_, started_wall_, seconds, restarts_used_};
   writeFileAtomically(layout_.output_dir + "/reducectl/job.json", jobRecordJson(record, replicas_));
@@ -161,6 +159,10 @@ bool LocalJob::prepare(std::string* error) {
   log_dir_ = layout_.output_dir + "/reducectl";
   for (const char* sub : {"/reducectl", "/model", "/checkpoints", "/logs"}) {
     if (!makeDirectories(layout_.output_dir + sub, error)) return false;
+  }
+  if (!checkContainerImages(spec_, error)) return false;
+  for (const PoolSpec& pool : spec_.pools) {
+    if (pool.replica_count > 0 && !pool.note.empty()) display_.note(pool.note);
   }
   if (!guard_.start(error)) return false;
   if (!makeSecret(&secret_dir_, &layout_.secret_file, error)) return false;
@@ -222,19 +224,36 @@ bool LocalJob::launch(Replica& r) {
   const PoolSpec& pool = spec_.pool(r.id.pool);
   const EmulatedHost* host = hostOf(r);
   LaunchRequest req;
-  if (r.id.pool == PoolKind::kReducers && pool.command.empty()) {
-    std::string listen = (host != nullptr ? host->address : "127.0.0.1") + ":0";
-    req.argv = {options_.reduce_server, "--listen",         listen, "--ready-file", r.ready_file,
-                "--secret-file",        layout_.secret_file};
+  std::vector<std::pair<std::string, std::string>> env = pool.env;
+  for (auto& kv : replicaEnvironment(spec_, layout_, r.id)) env.push_back(std::move(kv));
+  if (r.id.pool == PoolKind::kReducers) env.emplace_back("LIBREDUCE_READY_FILE", r.ready_file);
+  req.env = inheritedEnvironment(environ);
+  if (!pool.container.image_uri.empty()) {
+    // The container gets the replica's environment only; podman itself runs with reducectl's.
+    bool reducer = r.id.pool == PoolKind::kReducers;
+    ContainerReplica c{
+        containerName(layout_.job_id + (layout_.trial_id.empty() ? "" : "-" + layout_.trial_id),
+                      r.name),
+        env,
+        {layout_.output_dir},
+        {},
+        pool.working_dir};
+    (reducer ? c.read_write : c.read_only).push_back(secret_dir_);  // reducers write ready files
+    r.container_name = c.name;
+    guard_.runOnDeath(podmanRemoveCommand(c.name));
+    req.argv = podmanRunArgv(pool.container, c);
   } else {
-    req.argv = pool.command;
+    if (r.id.pool == PoolKind::kReducers && pool.command.empty()) {
+      std::string listen = (host != nullptr ? host->address : "127.0.0.1") + ":0";
+      req.argv = {options_.reduce_server, "--listen",         listen, "--ready-file", r.ready_file,
+                  "--secret-file",        layout_.secret_file};
+    } else {
+      req.argv = pool.command;
+    }
+    req.working_dir = pool.working_dir;
+    for (auto& kv : env) req.env.push_back(std::move(kv));
   }
   if (host != nullptr) req.argv.insert(req.argv.begin(), {"ip", "netns", "exec", host->netns});
-  req.working_dir = pool.working_dir;
-  req.env = inheritedEnvironment(environ);
-  for (const auto& kv : pool.env) req.env.push_back(kv);
-  for (auto& kv : replicaEnvironment(spec_, layout_, r.id)) req.env.push_back(std::move(kv));
-  if (r.id.pool == PoolKind::kReducers) req.env.emplace_back("LIBREDUCE_READY_FILE", r.ready_file);
   if (r.log_fd < 0) {
     std::string path = log_dir_ + "/" + r.name + ".log";
     r.log_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -618,6 +637,13 @@ void LocalJob::cleanup() {
   }
   // Processes that left their replica's group (setsid, daemons) were reparented to us.
   killStrayChildren(guard_.pid());
+  // A container outlives its podman client when that was killed: remove it by name.
+  for (const auto& r : replicas_) {
+    if (!r.container_name.empty() &&
+        std::system(podmanRemoveCommand(r.container_name).c_str()) < 0) {
+      display_.note("warning: could not run podman to remove " + r.container_name);
+    }
+  }
   for (pid_t pgid : lingering_) {
     guard_.forget(pgid);
     closeOutput(pgid);
@@ -657,6 +683,11 @@ const char* jobStateName(JobState state) {
     case JobState::kCancelled: return "CANCELLED";
   }
   return "?";
+}
+
+int jobExitCode(JobState state, int cancel_signal) {
+  if (state == JobState::kSucceeded) return 0;
+  return state == JobState::kCancelled ? 128 + cancel_signal : 1;
 }
 
 JobResult runLocalJob(const JobSpec& spec, const RunOptions& options) {

@@ -16,6 +16,9 @@ enum class JobState { kQueued, kProvisioning, kRunning, kSucceeded, kFailed, kCa
 /** "QUEUED", "PROVISIONING", ... */
 const char* jobStateName(JobState state);
 
+/** reducectl's exit status for a job that ended in @p state: 0, 1, or 128 + @p cancel_signal. */
+int jobExitCode(JobState state, int cancel_signal);
+
 struct RunOptions {
   std::string reduce_server;  // the built-in reducer's program
   std::string job_id;         // empty: NAME-YYYYMMDD-HHMMSS-XXXX

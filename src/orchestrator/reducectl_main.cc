@@ -3,7 +3,7 @@
 //   reducectl run SPEC [--backend local|slurm] [--detach] [--quiet] [--job-id ID]
 //                      [--reduce-server PATH] [--ready-timeout SEC] [--stop-grace SEC]
 //                      [--emulate-network] [--netns-tool PATH]
-//   reducectl render --backend slurm SPEC
+//   reducectl render --backend slurm|kubernetes SPEC
 //   reducectl status JOB | reducectl cancel JOB [--wait SEC]
 //   reducectl launch [--workers N] [--reducers M] [--algo NAME] [--timeout SEC] [--name NAME]
 //                    [--output-dir DIR] [run options] -- PROGRAM [ARGS...]
@@ -28,6 +28,7 @@
 #include "orchestrator/job_files.h"
 #include "orchestrator/job_spec.h"
 #include "orchestrator/job_spec_reader.h"
+#include "orchestrator/kube_backend.h"
 #include "orchestrator/local_backend.h"
 #include "orchestrator/plan_model.h"
 #include "orchestrator/slurm_backend.h"
@@ -51,16 +52,19 @@ void usage(FILE* out) {
       "                                        trialJobSpec, parameters from its studySpec\n"
       "       reducectl tune --resume DIR      continue the tuning job kept in DIR\n"
       "       reducectl validate SPEC          check a job or tuning spec, describe it\n"
-      "       reducectl render --backend slurm SPEC\n"
-      "                                        print the batch script the Slurm backend submits\n"
+      "       reducectl render --backend slurm|kubernetes SPEC\n"
+      "                                        print the Slurm batch script, or the manifests\n"
       "       reducectl status JOB             a job's state (JOB: its id or its directory)\n"
       "       reducectl cancel JOB [--wait SEC]  cancel a job another reducectl follows\n"
       "       reducectl plan SPEC | --workers N --worker-gbps G [--reducer-gbps R] "
       "[--reducers K]\n"
       "                                        how many reducers, and the predicted speed-up\n"
       "run options:\n"
-      "  --backend NAME        local (default: processes on this machine) or slurm (a\n"
-      "                        heterogeneous Slurm job; the job directory must be shared)\n"
+      "  --backend NAME        local (default: processes on this machine), slurm (a\n"
+      "                        heterogeneous Slurm job; the job directory must be shared) or\n"
+      "                        kubernetes (a JobSet, through kubectl)\n"
+      "  --reducer-image IMG   kubernetes: the built-in reducer's image\n"
+      "  --image IMG           kubernetes: the image of pools given as a command\n"
       "  --detach              start the job in the background, print its id and return\n"
       "  --quiet               replicas' output only to their logs, not to the terminal\n"
       "  --job-id ID           the job id (default: NAME-DATE-TIME-XXXX)\n"
@@ -192,7 +196,8 @@ rd::orch::RunOptions defaultRunOptions() {
 // How run and launch start a job: the options, where, and whether reducectl waits for its end.
 struct RunRequest {
   rd::orch::RunOptions options = defaultRunOptions();
-  bool slurm = false;
+  std::string backend = "local";  // local, slurm, kubernetes
+  rd::orch::KubeOptions kube;     // the Kubernetes backend's images
   bool detach = false;
 };
 
@@ -209,12 +214,15 @@ rd::orch::SlurmRunOptions slurmOptions(const rd::orch::RunOptions& options) {
 }
 
 rd::orch::JobResult runOnBackend(const JobSpec& spec, const RunRequest& request) {
-  if (request.slurm) return rd::orch::runSlurmJob(spec, slurmOptions(request.options));
+  if (request.backend == "slurm") return rd::orch::runSlurmJob(spec, slurmOptions(request.options));
+  if (request.backend == "kubernetes") {
+    return rd::orch::runKubeJob(spec, {request.options, request.kube});
+  }
   return rd::orch::runLocalJob(spec, request.options);
 }
 
 int startJob(const JobSpec& spec, RunRequest request) {
-  if (request.slurm && request.options.emulate_network) {
+  if (request.backend != "local" && request.options.emulate_network) {
     die("--emulate-network is for the local backend (namespaces on this machine)");
   }
   if (!request.detach) return runOnBackend(spec, request).exit_code;
@@ -229,13 +237,17 @@ int startJob(const JobSpec& spec, RunRequest request) {
   });
 }
 
-// --backend and --detach, then the options every job run takes.
+// --backend, --detach and the Kubernetes images, then the options every job run takes.
 bool requestOption(const std::string& name, const std::string& value, RunRequest* request) {
   if (name == "--backend") {
-    if (value != "local" && value != "slurm") {
-      die("--backend must be local or slurm (got '" + value + "')");
+    if (value != "local" && value != "slurm" && value != "kubernetes") {
+      die("--backend must be local, slurm or kubernetes (got '" + value + "')");
     }
-    request->slurm = value == "slurm";
+    request->backend = value;
+    return true;
+  }
+  if (name == "--reducer-image" || name == "--image") {
+    (name == "--image" ? request->kube.image : request->kube.reducer_image) = value;
     return true;
   }
   if (name == "--detach") {
@@ -347,7 +359,9 @@ std::string describeJob(const JobSpec& spec) {
     if (pool.replica_count == 0) continue;
     out += std::string(" ") + rd::orch::poolName(static_cast<PoolKind>(p)) + " x" +
            std::to_string(pool.replica_count);
-    if (static_cast<PoolKind>(p) == PoolKind::kReducers && pool.command.empty()) {
+    if (!pool.container.image_uri.empty()) {
+      out += " (image " + pool.container.image_uri + ")";
+    } else if (static_cast<PoolKind>(p) == PoolKind::kReducers && pool.command.empty()) {
       out += " (built-in reduce-server)";
     }
     out += ",";
@@ -359,6 +373,9 @@ std::string describeJob(const JobSpec& spec) {
   out += "; restarts " + std::to_string(s.disable_retries ? 0 : s.max_restarts);
   if (s.max_restarts > 0 && !s.disable_retries) {
     out += s.restart_job_on_worker_restart ? " (whole job)" : " (failed replica)";
+  }
+  for (const auto& pool : spec.pools) {
+    if (pool.replica_count > 0 && !pool.note.empty()) out += "\n  note: " + pool.note;
   }
   return out;
 }
@@ -468,22 +485,29 @@ int cmdPlan(int argc, char** argv) {
   return 0;
 }
 
+// The Slurm batch script, or the Kubernetes manifests (with a fresh secret in its Secret).
 int cmdRender(int argc, char** argv) {
   Args args = parseArgs(argc, argv, 2, {});
   RunRequest request;
-  std::string backend;
   for (const auto& [name, value] : args.flags) {
-    if (name == "--backend") {
-      backend = value;
-    } else if (!runOption(name, value, &request.options)) {
+    if (!requestOption(name, value, &request)) {
       die("unknown option " + name + " for render (see reducectl --help)");
     }
   }
-  if (backend != "slurm") die("render needs --backend slurm (the one backend with a script)");
   JobSpec spec = loadOrDie(oneWord(args, "render"));
-  std::string script, error;
-  if (!rd::orch::renderSlurmJob(spec, slurmOptions(request.options), &script, &error)) die(error);
-  std::fputs(script.c_str(), stdout);
+  std::string text, error;
+  bool ok = false;
+  if (request.backend == "slurm") {
+    ok = rd::orch::renderSlurmJob(spec, slurmOptions(request.options), &text, &error);
+  } else if (request.backend == "kubernetes") {
+    request.kube.job_id = request.options.job_id.empty() ? spec.name : request.options.job_id;
+    request.kube.secret = rd::orch::newSecret();
+    ok = rd::orch::renderKubernetes(spec, request.kube, &text, &error);
+  } else {
+    die("render needs --backend slurm or --backend kubernetes");
+  }
+  if (!ok) die(error);
+  std::fputs(text.c_str(), stdout);
   return 0;
 }
 

@@ -124,9 +124,7 @@ JobResult SlurmJob::run() {
   result.state = state_;
   result.cause = cause_;
   result.output_dir = layout_.output_dir;
-  result.exit_code = state_ == JobState::kSucceeded   ? 0
-                     : state_ == JobState::kCancelled ? 128 + cancel_signal_
-                                                      : 1;
+  result.exit_code = jobExitCode(state_, cancel_signal_);
   double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   JobRecord record{spec_, layout_, state_, cause_, started_wall_, seconds, restarts_used_};
   record.slurm_jobs = slurm_ids_;

@@ -5,16 +5,8 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 namespace rd::orch {
-
-/**
- * Runs @p argv, collecting its standard output and error; returns its exit code, 124 when it ran
- * past @p timeout_s (then killed), -1 with @p err set when it could not be started.
- */
-int runCommand(const std::vector<std::string>& argv, std::string* out, std::string* err,
-               int timeout_s);
 
 /** What squeue says of a job: every component's state, the first reason given. */
 struct SlurmQueueState {

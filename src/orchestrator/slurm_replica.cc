@@ -14,13 +14,12 @@
 #include <thread>
 #include <vector>
 
+#include "orchestrator/container_runtime.h"
 #include "orchestrator/job_files.h"
 #include "orchestrator/job_spec_reader.h"
 #include "orchestrator/replica_env.h"
 #include "orchestrator/replica_process.h"
 #include "orchestrator/slurm_script.h"
-
-extern char** environ;
 
 namespace rd::orch {
 namespace {
@@ -95,8 +94,11 @@ int runProgram(const std::vector<std::string>& argv,
                const std::vector<std::pair<std::string, std::string>>& env,
                const std::string& working_dir, std::string* error) {
   std::vector<std::string> env_text;
-  for (const auto& [k, v] : env) env_text.push_back(k + "=" + v);
+  env_text.reserve(env.size());
+  for (const auto& [k, v] : env) env_text.push_back(std::string(k).append("=").append(v));
   std::vector<char*> argp, envp;
+  argp.reserve(argv.size() + 1);
+  envp.reserve(env_text.size() + 1);
   for (const auto& a : argv) argp.push_back(const_cast<char*>(a.c_str()));
   for (const auto& e : env_text) envp.push_back(const_cast<char*>(e.c_str()));
   argp.push_back(nullptr);
@@ -199,7 +201,7 @@ int runSlurmReplica(const SlurmReplicaArgs& args) {
   std::string host = hostName();
   if (args.pool == PoolKind::kReducers) {
     std::string ready = r.attempt_dir + "/ready/" + r.name;
-    if (argv.empty()) {
+    if (argv.empty() && pool.container.image_uri.empty()) {
       argv = {args.reduce_server, "--listen",          host + ":0", "--ready-file", ready,
               "--secret-file",    r.layout.secret_file};
     }
@@ -218,12 +220,28 @@ int runSlurmReplica(const SlurmReplicaArgs& args) {
     }
     if (isRankPool(args.pool)) placeRank(r);
   }
+  auto own_env = pool.env;
+  for (auto& kv : replicaEnvironment(r.spec, r.layout, r.id)) own_env.push_back(std::move(kv));
+  if (args.pool == PoolKind::kReducers) {
+    own_env.emplace_back("LIBREDUCE_READY_FILE", r.attempt_dir + "/ready/" + r.name);
+  }
   auto env = inheritedEnvironment(environ);
-  for (const auto& kv : pool.env) env.push_back(kv);
-  for (auto& kv : replicaEnvironment(r.spec, r.layout, r.id)) env.push_back(std::move(kv));
-  if (args.pool == PoolKind::kReducers)
-    env.emplace_back("LIBREDUCE_READY_FILE", r.attempt_dir + "/ready/" + r.name);
-  int status = runProgram(argv, env, pool.working_dir, &error);
+  std::string working_dir = pool.working_dir;
+  if (!pool.container.image_uri.empty()) {  // podman runs with the node's environment
+    ContainerReplica c{
+        containerName(r.layout.job_id, r.name), own_env, {args.job_dir}, {}, pool.working_dir};
+    argv = podmanRunArgv(pool.container, c);
+    working_dir.clear();
+  } else {
+    for (auto& kv : own_env) env.push_back(std::move(kv));
+  }
+  int status = runProgram(argv, env, working_dir, &error);
+  if (!pool.container.image_uri.empty()) {
+    // A container whose podman client was stopped (the step's SIGTERM) may still run.
+    if (std::system(podmanRemoveCommand(containerName(r.layout.job_id, r.name)).c_str()) < 0) {
+      std::fprintf(stderr, "reducectl slurm-replica: %s: cannot run podman rm\n", r.name.c_str());
+    }
+  }
   if (status < 0) giveUp(r, error);
   int code = exitCodeOf(status);
   writeFileAtomically(r.attempt_dir + "/exit/" + r.name,

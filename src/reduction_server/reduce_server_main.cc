@@ -50,9 +50,12 @@ void usage(FILE* out) {
       "                         (LIBREDUCE_REDUCER_LANES); PORT 0: any free ports, else\n"
       "                         PORT..PORT+N-1\n"
       "  --memory-limit SIZE    bytes of chunk buffers, e.g. 64M, 2G (default 1G)\n"
-      "  --secret-file PATH     job secret workers must prove (default: none)\n"
+      "  --secret-file PATH     job secret workers must prove (default: $LIBREDUCE_SECRET_FILE,\n"
+      "                         as reducectl gives every replica; else none)\n"
       "  --log-level LEVEL      none|error|warn|info|debug|trace\n"
-      "  --ready-file PATH      also write the ready line to PATH\n"
+      "  --ready-file PATH      also write the ready line to PATH (default: "
+      "$LIBREDUCE_READY_FILE,\n"
+      "                         where reducectl asks a custom reducer, or a container, for it)\n"
       "  --bind-nic             bind threads and memory near the listening NIC (hwloc)\n");
 }
 
@@ -115,6 +118,12 @@ void raiseFdLimit() {
 int main(int argc, char** argv) {
   Flags f;
   if (int rc = parse(argc, argv, &f); rc != 0) return rc == 1 ? 0 : rc;
+  // What reducectl gives a custom reducer (a reduce-server in a container) through the
+  // environment, when the command line does not say.
+  const char* ready_env = std::getenv("LIBREDUCE_READY_FILE");
+  if (f.ready_file.empty() && ready_env != nullptr) f.ready_file = ready_env;
+  const char* secret_env = std::getenv("LIBREDUCE_SECRET_FILE");
+  if (f.secret_file.empty() && secret_env != nullptr) f.secret_file = secret_env;
   if (!f.log_level.empty()) {
     rd::log::Level level = rd::log::Level::kWarn;
     if (!rd::log::parseLevel(f.log_level.c_str(), &level)) {

@@ -122,6 +122,44 @@ TEST(JobSpec, JsonGivesTheSameSpec) {
   EXPECT_EQ(spec.pool(PoolKind::kPrimary).line, 8);
 }
 
+// A CustomJob as `gcloud ai custom-jobs describe --format=json` prints it: string counts, the
+// job's fields under jobSpec, what Vertex reports about the job beside them.
+TEST(JobSpec, VertexCustomJobIsAcceptedAsPrinted) {
+  JobSpec spec = parseOk(R"({
+    "name": "projects/1/locations/us-central1/customJobs/2", "displayName": "vx",
+    "state": "JOB_STATE_SUCCEEDED", "createTime": "2026-11-30T09:00:00Z", "labels": {"a": "b"},
+    "jobSpec": {
+      "workerPoolSpecs": [
+        {"replicaCount": "1", "machineSpec": {"machineType": "n1-standard-8",
+         "acceleratorType": "NVIDIA_TESLA_T4", "acceleratorCount": 1},
+         "diskSpec": {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100},
+         "containerSpec": {"imageUri": "gcr.io/p/t:1", "command": ["python3", "-m", "t"],
+                           "args": ["--lr", "0.1"], "env": [{"name": "A", "value": "1"}]}},
+        {"replicaCount": "2", "containerSpec": {"imageUri": "gcr.io/p/t:1"}},
+        {"replicaCount": "3", "containerSpec":
+          {"imageUri": "us-docker.pkg.dev/vertex-ai-training/training/reductionserver:latest"}}],
+      "scheduling": {"timeout": "3600s"},
+      "baseOutputDirectory": {"outputUriPrefix": "/runs"},
+      "serviceAccount": "sa@p.iam.gserviceaccount.com"}})");
+  EXPECT_EQ(spec.name, "vx");
+  EXPECT_EQ(spec.base_output_dir, "/runs");
+  EXPECT_EQ(spec.scheduling.timeout_s, 3600);
+  const PoolSpec& primary = spec.pool(PoolKind::kPrimary);
+  EXPECT_EQ(primary.container.image_uri, "gcr.io/p/t:1");
+  EXPECT_EQ(primary.container.command, (Words{"python3", "-m", "t"}));
+  EXPECT_EQ(primary.container.args, (Words{"--lr", "0.1"}));
+  EXPECT_TRUE(primary.command.empty());
+  EXPECT_EQ(primary.env, (Env{{"A", "1"}}));
+  EXPECT_EQ(primary.machine.accelerator_count, 1);
+  EXPECT_EQ(primary.disk.boot_disk_size_gb, 100);
+  EXPECT_EQ(spec.pool(PoolKind::kWorkers).replica_count, 2);
+  EXPECT_TRUE(spec.pool(PoolKind::kWorkers).container.command.empty());  // the image's own
+  const PoolSpec& reducers = spec.pool(PoolKind::kReducers);
+  EXPECT_EQ(reducers.replica_count, 3);
+  EXPECT_TRUE(reducers.container.image_uri.empty());  // Vertex's reducer: the built-in one
+  EXPECT_NE(reducers.note.find("is Vertex AI's reduction server"), std::string::npos);
+}
+
 TEST(JobSpec, MinimalSpecHasDefaults) {
   JobSpec spec = parseOk(
       "displayName: a\nworkerPoolSpecs:\n  - replicaCount: 1\n"
@@ -243,7 +281,15 @@ const BadSpec kBadSpecs[] = {
      {"job.yaml:5:1: shceduling: unknown field; did you mean 'scheduling'?",
       "Allowed: displayName, baseOutputDirectory, scheduling, libreduce, workerPoolSpecs"}},
     {"unknown_top_case", "DisplayName: a\n", {"job.yaml:1:1: DisplayName:", "'displayName'?"}},
-    {"vertex_job_spec", kHead + "jobSpec: {}\n", {"job.yaml:2:1: jobSpec: unknown field: give"}},
+    {"vertex_job_spec_empty",
+     kHead + "jobSpec: {}\n",
+     {"job.yaml:2:10: jobSpec.workerPoolSpecs: required field missing"}},
+    {"vertex_job_spec_unknown_field",
+     kHead + "jobSpec: {workerPoolSpecs: [{replicaCount: 1, command: [a]}], sheduling: {}}\n",
+     {"jobSpec.sheduling: unknown field; did you mean 'scheduling'?"}},
+    {"vertex_custom_job_unknown_field",
+     kHead + "jobSpec: {workerPoolSpecs: [{replicaCount: 1, command: [a]}]}\nstatus: x\n",
+     {"job.yaml:3:1: status: unknown field", "Allowed: displayName, jobSpec, name, state"}},
     {"pools_missing", kHead, {"job.yaml:1:1: workerPoolSpecs: required field missing"}},
     {"pools_not_list",
      kHead + "workerPoolSpecs:\n  replicaCount: 1\n",
@@ -261,9 +307,28 @@ const BadSpec kBadSpecs[] = {
      kHead + "workerPoolSpecs:\n  - replicacount: 1\n",
      {"job.yaml:3:5: workerPoolSpecs[0].replicacount: unknown field; did you mean 'replicaCount'?",
       "Allowed: replicaCount, command, args, env, workingDir, resources"}},
-    {"vertex_container_spec",
-     kHead + "workerPoolSpecs:\n  - containerSpec: {imageUri: x}\n",
-     {"job.yaml:3:5: workerPoolSpecs[0].containerSpec: unknown field: reducectl runs local"}},
+    {"container_without_image",
+     kHead + "workerPoolSpecs:\n  - replicaCount: 1\n    containerSpec: {args: [x]}\n",
+     {"job.yaml:4:20: workerPoolSpecs[0].containerSpec.imageUri: required field missing"}},
+    {"container_and_pool_command",
+     kHead + "workerPoolSpecs:\n  - replicaCount: 1\n    command: [a]\n"
+             "    containerSpec: {imageUri: x}\n",
+     {"job.yaml:4:14: workerPoolSpecs[0].command: the pool has a containerSpec: give command "
+      "there"}},
+    {"container_bad_image",
+     kHead + "workerPoolSpecs:\n  - replicaCount: 1\n    containerSpec: {imageUri: '-x'}\n",
+     {"containerSpec.imageUri: '-x' is not an image reference"}},
+    {"container_empty_command",
+     kHead +
+         "workerPoolSpecs:\n  - replicaCount: 1\n    containerSpec: {imageUri: x, command: []}\n",
+     {"containerSpec.command: the program (the first item) is missing"}},
+    {"container_managed_env",
+     kHead + "workerPoolSpecs:\n  - replicaCount: 1\n"
+             "    containerSpec: {imageUri: x, env: [{name: RANK, value: '3'}]}\n",
+     {"containerSpec.env[0].name: RANK is set by reducectl for each replica"}},
+    {"disk_too_small",
+     kHead + kPools + "  - replicaCount: 1\n    command: [a]\n    diskSpec: {bootDiskSizeGb: 5}\n",
+     {"workerPoolSpecs[1].diskSpec.bootDiskSizeGb: 5 is out of range: allowed 10..65536"}},
     {"slurm_unknown_pool_field",
      kHead + "workerPoolSpecs:\n  - replicaCount: 1\n    command: [a]\n    slurm: {node: 1}\n",
      {"job.yaml:5:13: workerPoolSpecs[0].slurm.node: unknown field; did you mean 'nodes'?"}},

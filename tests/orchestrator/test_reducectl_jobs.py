@@ -77,6 +77,16 @@ def sh(script):
     return ["/bin/sh", "-c", script]
 
 
+def write_job_spec(directory, name, pools, **top):
+    """DIRECTORY/job.json: a job NAME of @pools writing under DIRECTORY, with @top's fields."""
+    spec = {"displayName": name, "baseOutputDirectory": directory, "workerPoolSpecs": pools}
+    spec.update(top)
+    path = os.path.join(directory, "job.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    return path
+
+
 class JobTests(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="reducectl-test-")
@@ -89,12 +99,7 @@ class JobTests(unittest.TestCase):
         self.assertEqual(leftover, [], "processes of the job outlived reducectl")
 
     def write_spec(self, pools, **top):
-        spec = {"displayName": "test", "baseOutputDirectory": self.dir, "workerPoolSpecs": pools}
-        spec.update(top)
-        path = os.path.join(self.dir, "job.json")
-        with open(path, "w") as f:
-            json.dump(spec, f)
-        return path
+        return write_job_spec(self.dir, "test", pools, **top)
 
     def start(self, spec_path, *flags):
         cmd = [REDUCECTL, "run", spec_path, "--job-id", self.job_id, "--stop-grace", "3", *flags]

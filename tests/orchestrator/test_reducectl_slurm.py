@@ -7,6 +7,7 @@ is left (every replica carries CLOUD_ML_JOB_ID=<the job's id>). Where the local 
 started (not root, no packages), each test is skipped with the reason.
 """
 
+import importlib.util
 import json
 import os
 import re
@@ -18,7 +19,7 @@ import unittest
 import uuid
 
 from test_reducectl_jobs import (BUILD, DEMO, ENV_CHECK, PYTHON, REDUCECTL, SOURCE,
-                                 kill_leftovers, main, pool, sh)
+                                 kill_leftovers, main, pool, write_job_spec, sh)
 
 LOCAL_SLURM = os.path.join(SOURCE, "scripts/local_slurm.sh")
 
@@ -67,13 +68,7 @@ class SlurmTests(unittest.TestCase):
                 return [line[10:].strip() for line in f if line.startswith("slurm_job=")]
 
     def write_spec(self, pools, **top):
-        spec = {"displayName": "slurmtest", "baseOutputDirectory": self.dir,
-                "workerPoolSpecs": pools}
-        spec.update(top)
-        path = os.path.join(self.dir, "job.json")
-        with open(path, "w") as f:
-            json.dump(spec, f)
-        return path
+        return write_job_spec(self.dir, "slurmtest", pools, **top)
 
     def command(self, *args):
         return [REDUCECTL, *args]
@@ -280,9 +275,7 @@ class SlurmTests(unittest.TestCase):
             self.assertEqual(f.read(), proc.stdout)
 
     def test_ddp_example_through_slurm(self):
-        try:
-            import torch  # noqa: F401
-        except ImportError:
+        if importlib.util.find_spec("torch") is None:
             self.skipTest("torch is not installed")
         if not os.path.exists(os.path.join(BUILD, "python/libreduce")):
             self.skipTest("built without the Python package")
