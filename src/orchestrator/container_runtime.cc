@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "orchestrator/external_command.h"
 #include "orchestrator/json_text.h"
 
 namespace rd::orch {
@@ -15,12 +16,6 @@ namespace {
 int quietly(const std::string& command) {
   int status = std::system((command + " >/dev/null 2>&1").c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-std::string shellQuoted(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 }  // namespace

@@ -45,6 +45,12 @@ bool collect(int out_fd, int err_fd, std::string* out, std::string* err,
 
 }  // namespace
 
+std::string shellQuoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string trimSpace(const std::string& text) {
   size_t b = text.find_first_not_of(" \t\r\n");
   size_t e = text.find_last_not_of(" \t\r\n");

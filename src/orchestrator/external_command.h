@@ -15,6 +15,9 @@ namespace rd::orch {
 int runCommand(const std::vector<std::string>& argv, std::string* out, std::string* err,
                int timeout_s);
 
+/** @p text as one word for /bin/sh: single-quoted, embedded quotes closed and reopened. */
+std::string shellQuoted(const std::string& text);
+
 /** @p text without leading and trailing white space (a command's message, for quoting). */
 std::string trimSpace(const std::string& text);
 

@@ -45,6 +45,15 @@ void detachFromTerminal(const std::string& log) {
   }
 }
 
+// The job @p id_or_dir names: its directory and status; false after saying it is unknown.
+bool findJob(const std::string& id_or_dir, std::string* dir, JobStatusRecord* status) {
+  *dir = findJobDir(id_or_dir);
+  if (!dir->empty() && readJobStatus(*dir, status)) return true;
+  std::fprintf(stderr, "reducectl: no job '%s' (give its id or its directory)\n",
+               id_or_dir.c_str());
+  return false;
+}
+
 }  // namespace
 
 int runDetached(const std::string& job_id, const std::string& output_dir,
@@ -104,14 +113,19 @@ int runDetached(const std::string& job_id, const std::string& output_dir,
   return 0;
 }
 
-int showJobStatus(const std::string& id_or_dir) {
-  std::string dir = findJobDir(id_or_dir);
-  JobStatusRecord s;
-  if (dir.empty() || !readJobStatus(dir, &s)) {
-    std::fprintf(stderr, "reducectl: no job '%s' (give its id or its directory)\n",
-                 id_or_dir.c_str());
-    return 2;
+void tellDetachedWaiter(int* fd, const std::string& line) {
+  if (*fd < 0) return;
+  if (!line.empty() && write(*fd, line.data(), line.size()) < 0) {
+    // the waiter is gone; the job goes on
   }
+  close(*fd);
+  *fd = -1;
+}
+
+int showJobStatus(const std::string& id_or_dir) {
+  std::string dir;
+  JobStatusRecord s;
+  if (!findJob(id_or_dir, &dir, &s)) return 2;
   bool followed = isReducectlProcess(s.driver_pid);
   std::printf("job %s: %s\n", s.job_id.c_str(), s.state.c_str());
   if (!s.cause.empty()) std::printf("  cause: %s\n", s.cause.c_str());
@@ -130,13 +144,9 @@ int showJobStatus(const std::string& id_or_dir) {
 }
 
 int cancelJob(const std::string& id_or_dir, int wait_s) {
-  std::string dir = findJobDir(id_or_dir);
+  std::string dir;
   JobStatusRecord s;
-  if (dir.empty() || !readJobStatus(dir, &s)) {
-    std::fprintf(stderr, "reducectl: no job '%s' (give its id or its directory)\n",
-                 id_or_dir.c_str());
-    return 2;
-  }
+  if (!findJob(id_or_dir, &dir, &s)) return 2;
   if (isFinalState(s.state)) {
     std::printf("job %s had already ended: %s\n", s.job_id.c_str(), s.state.c_str());
     return 0;

@@ -18,6 +18,13 @@ namespace rd::orch {
 int runDetached(const std::string& job_id, const std::string& output_dir,
                 const std::function<JobResult(int notify_fd)>& run_job);
 
+/**
+ * The job's side of runDetached: writes @p line (the job's id, and Slurm's) to *@p fd to say the
+ * job started, or nothing when @p line is empty (it will not start), and closes it (-1 after).
+ * Nothing when *@p fd is -1.
+ */
+void tellDetachedWaiter(int* fd, const std::string& line);
+
 /** `reducectl status JOB`: prints the job's state; 0, or 2 for an unknown job. */
 int showJobStatus(const std::string& id_or_dir);
 

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <map>
 
+#include "orchestrator/job_files.h"
 #include "orchestrator/json_text.h"
 
 namespace rd::orch {
@@ -97,6 +98,19 @@ std::string jobSummary(const JobRecord& record, const std::vector<Replica>& repl
   }
   out += "  logs: " + log_dir + "\n";
   return out;
+}
+
+JobResult reportJobEnd(const JobRecord& record, const std::vector<Replica>& replicas,
+                       const std::string& log_dir, int cancel_signal, JobDisplay* display) {
+  if (!log_dir.empty()) writeFileAtomically(log_dir + "/job.json", jobRecordJson(record, replicas));
+  display->finish();
+  std::fputs(jobSummary(record, replicas, log_dir).c_str(), stderr);
+  JobResult result;
+  result.state = record.state;
+  result.cause = record.cause;
+  result.output_dir = record.layout.output_dir;
+  result.exit_code = jobExitCode(record.state, cancel_signal);
+  return result;
 }
 
 std::string formatDuration(int64_t seconds) {

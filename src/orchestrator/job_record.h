@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/job_display.h"
 #include "orchestrator/local_backend.h"
 #include "orchestrator/replica_env.h"
 #include "orchestrator/replica_process.h"
@@ -54,6 +55,15 @@ std::string jobRecordJson(const JobRecord& record, const std::vector<Replica>& r
 /** The summary printed at the end: state, duration, one line per replica, where the logs are. */
 std::string jobSummary(const JobRecord& record, const std::vector<Replica>& replicas,
                        const std::string& log_dir);
+
+/**
+ * A job's end, whatever ran it: the record to LOG_DIR/job.json (none without a LOG_DIR), the
+ * display finished, the summary on standard error. Returns what the backend's run function returns
+ * (the exit code 128 +
+ * @p cancel_signal when cancelled).
+ */
+JobResult reportJobEnd(const JobRecord& record, const std::vector<Replica>& replicas,
+                       const std::string& log_dir, int cancel_signal, JobDisplay* display);
 
 /** "90 s", "10 min", "1 h 30 min". */
 std::string formatDuration(int64_t seconds);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "orchestrator/external_command.h"
+#include "orchestrator/job_commands.h"
 #include "orchestrator/job_display.h"
 #include "orchestrator/job_files.h"
 #include "orchestrator/job_record.h"
@@ -43,13 +44,7 @@ class KubeJob {
     started_wall_ = wallClockNow();
     std::string error;
     bool applied = prepare(&error) && apply(&error);
-    if (options_.run.notify_fd >= 0) {
-      std::string text = layout_.job_id + "\n";
-      if (applied && write(options_.run.notify_fd, text.data(), text.size()) < 0) {
-        // the waiter is gone; the job goes on
-      }
-      close(options_.run.notify_fd);
-    }
+    tellDetachedWaiter(&options_.run.notify_fd, applied ? layout_.job_id + "\n" : "");
     if (!applied) {
       final_ = JobState::kFailed;
       cause_ = error;
@@ -193,18 +188,8 @@ class KubeJob {
     writeStatus();
     double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
     JobRecord record{spec_, layout_, state_, cause_, started_wall_, seconds, 0};
-    std::vector<Replica> none;
-    if (!layout_.output_dir.empty()) {
-      writeFileAtomically(log_dir_ + "/job.json", jobRecordJson(record, none));
-    }
-    display_.finish();
-    std::fputs(jobSummary(record, none, log_dir_).c_str(), stderr);
+    JobResult result = reportJobEnd(record, {}, log_dir_, cancel_signal_, &display_);
     unblockJobSignals(&signal_fd_, old_mask_);
-    JobResult result;
-    result.state = state_;
-    result.cause = cause_;
-    result.output_dir = layout_.output_dir;
-    result.exit_code = jobExitCode(state_, cancel_signal_);
     return result;
   }
 

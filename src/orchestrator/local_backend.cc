@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "orchestrator/container_runtime.h"
+#include "orchestrator/job_commands.h"
 #include "orchestrator/job_display.h"
 #include "orchestrator/job_files.h"
 #include "orchestrator/job_record.h"
@@ -111,7 +112,7 @@ JobResult LocalJob::run() {
   started_wall_ = wallClockNow();
   if (!prepare(&error)) {
     display_.note("error: " + error);
-    if (options_.notify_fd >= 0) close(options_.notify_fd);
+    tellDetachedWaiter(&options_.notify_fd, "");
     cleanup();
     restoreSignals();
     result.state = JobState::kFailed;
@@ -126,25 +127,13 @@ JobResult LocalJob::run() {
     job_deadline_ = started_ + std::chrono::seconds(spec_.scheduling.timeout_s);
   }
   startAttempt();
-  if (options_.notify_fd >= 0) {
-    std::string text = layout_.job_id + "\n";
-    if (write(options_.notify_fd, text.data(), text.size()) < 0) {
-      // the waiter is gone; the job goes on
-    }
-    close(options_.notify_fd);
-  }
+  tellDetachedWaiter(&options_.notify_fd, layout_.job_id + "\n");
   loop();
   cleanup();
   writeStatus();
-  result.state = state_;
-  result.cause = cause_;
-  result.output_dir = layout_.output_dir;
-  result.exit_code = jobExitCode(state_, cancel_signal_);
   double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   JobRecord record{spec_, layout_, state_, cause_, started_wall_, seconds, restarts_used_};
-  writeFileAtomically(layout_.output_dir + "/reducectl/job.json", jobRecordJson(record, replicas_));
-  display_.finish();
-  std::fputs(jobSummary(record, replicas_, log_dir_).c_str(), stderr);
+  result = reportJobEnd(record, replicas_, log_dir_, cancel_signal_, &display_);
   restoreSignals();
   return result;
 }

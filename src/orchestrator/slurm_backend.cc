@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 
+#include "orchestrator/job_commands.h"
 #include "orchestrator/job_display.h"
 #include "orchestrator/job_files.h"
 #include "orchestrator/job_record.h"
@@ -67,7 +68,6 @@ class SlurmJob {
   void stop(JobState final_state, const std::string& cause);
   void setState(JobState state);
   void writeStatus();
-  void notifyStarted();
 
   const JobSpec& spec_;
   SlurmRunOptions options_;
@@ -117,21 +117,14 @@ JobResult SlurmJob::run() {
     job_deadline_ = started_ + std::chrono::seconds(spec_.scheduling.timeout_s);
   }
   if (submit()) loop();
-  if (options_.run.notify_fd >= 0)
-    close(options_.run.notify_fd);  // refused: the waiter reads nothing
+  tellDetachedWaiter(&options_.run.notify_fd, "");  // never submitted: the waiter reads nothing
   state_ = final_state_;
   writeStatus();
-  result.state = state_;
-  result.cause = cause_;
-  result.output_dir = layout_.output_dir;
-  result.exit_code = jobExitCode(state_, cancel_signal_);
+  unlink(layout_.secret_file.c_str());
   double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   JobRecord record{spec_, layout_, state_, cause_, started_wall_, seconds, restarts_used_};
   record.slurm_jobs = slurm_ids_;
-  writeFileAtomically(log_dir_ + "/job.json", jobRecordJson(record, replicas_));
-  unlink(layout_.secret_file.c_str());
-  display_.finish();
-  std::fputs(jobSummary(record, replicas_, log_dir_).c_str(), stderr);
+  result = reportJobEnd(record, replicas_, log_dir_, cancel_signal_, &display_);
   unblockJobSignals(&signal_fd_, old_mask_);
   return result;
 }
@@ -201,18 +194,8 @@ bool SlurmJob::submit() {
   display_.note("attempt " + std::to_string(layout_.attempt + 1) + ": Slurm job " + slurm_id_ +
                 " (" + script_file + ")");
   setState(JobState::kQueued);
-  notifyStarted();
+  tellDetachedWaiter(&options_.run.notify_fd, layout_.job_id + " " + slurm_id_ + "\n");
   return true;
-}
-
-void SlurmJob::notifyStarted() {
-  if (options_.run.notify_fd < 0) return;
-  std::string text = layout_.job_id + " " + slurm_id_ + "\n";
-  if (write(options_.run.notify_fd, text.data(), text.size()) < 0) {
-    // the waiter is gone; the job goes on
-  }
-  close(options_.run.notify_fd);
-  options_.run.notify_fd = -1;
 }
 
 void SlurmJob::loop() {

@@ -3,17 +3,11 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/external_command.h"
 #include "orchestrator/machine_types.h"
 
 namespace rd::orch {
 namespace {
-
-// Words for a bash script: single-quoted, with embedded quotes closed and reopened.
-std::string shellWord(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 std::string minutesText(int64_t seconds) {
   return std::to_string((seconds + 59) / 60);
@@ -49,11 +43,12 @@ std::string scriptBody(const JobSpec& spec, const SlurmAttempt& a) {
   bool het = components.size() > 1;
   std::string out;
   out += "set -u\n";
-  out += "job_dir=" + shellWord(a.job_dir) + "\n";
-  out += "attempt_dir=" + shellWord(slurmAttemptDir(a.job_dir, a.attempt)) + "\n";
-  out += "replica=(" + shellWord(a.reducectl) + " slurm-replica --job-dir \"$job_dir\" --attempt " +
-         std::to_string(a.attempt) + " --ready-timeout " + std::to_string(a.ready_timeout_s) +
-         " --reduce-server " + shellWord(a.reduce_server) + ")\n";
+  out += "job_dir=" + shellQuoted(a.job_dir) + "\n";
+  out += "attempt_dir=" + shellQuoted(slurmAttemptDir(a.job_dir, a.attempt)) + "\n";
+  out += "replica=(" + shellQuoted(a.reducectl) +
+         " slurm-replica --job-dir \"$job_dir\" --attempt " + std::to_string(a.attempt) +
+         " --ready-timeout " + std::to_string(a.ready_timeout_s) + " --reduce-server " +
+         shellQuoted(a.reduce_server) + ")\n";
   out += "finish_grace_s=" + std::to_string(a.finish_grace_s) + "\n\n";
   out +=
       "# The job directory must be shared: reducectl waits for this file from the first node.\n"
