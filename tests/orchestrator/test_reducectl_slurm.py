@@ -7,6 +7,7 @@ is left (every replica carries CLOUD_ML_JOB_ID=<the job's id>). Where the local 
 started (not root, no packages), each test is skipped with the reason.
 """
 
+import glob
 import importlib.util
 import json
 import os
@@ -277,8 +278,8 @@ class SlurmTests(unittest.TestCase):
     def test_ddp_example_through_slurm(self):
         if importlib.util.find_spec("torch") is None:
             self.skipTest("torch is not installed")
-        if not os.path.exists(os.path.join(BUILD, "python/libreduce")):
-            self.skipTest("built without the Python package")
+        if not glob.glob(os.path.join(BUILD, "python/libreduce/_torch*.so")):
+            self.skipTest("built without the torch backend (libreduce/_torch*.so)")
         os.symlink(os.path.abspath(BUILD), os.path.join(self.dir, "build"))
         os.symlink(os.path.join(os.path.abspath(SOURCE), "examples"),
                    os.path.join(self.dir, "examples"))
