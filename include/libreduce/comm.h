@@ -201,6 +201,55 @@ RD_API rdResult_t rdBroadcastAsync(const void* sendbuf, void* recvbuf, size_t co
                                    rdRequest_t* request);
 RD_API rdResult_t rdBarrierAsync(rdComm_t comm, rdRequest_t* request);
 
+/** The @p peer of a receive that takes a message from whichever rank sends one first. */
+#define RD_ANY_SOURCE (-1)
+
+/**
+ * Point-to-point: sends @p count elements of @p buf to rank @p peer with @p tag. Messages
+ * from one rank to another with one tag are received in the order they were sent; sends and
+ * receives are not ordered with the collectives. A send completes once the receiver has the
+ * data (small messages: once they left), so a send to a rank that never receives fails after
+ * LIBREDUCE_TIMEOUT_MS, as does a receive that gets no message. A peer whose connection is
+ * lost fails the sends to it and the receives from it, naming it; the communicator stays
+ * usable. A rank cannot send to itself. Any int is a tag; negative tags are used by libraries
+ * built on these calls (the torch backend's gather, scatter and all-to-all), user code should
+ * keep to tags >= 0.
+ */
+RD_API rdResult_t rdSend(const void* buf, size_t count, rdDataType_t dtype, int peer, int tag,
+                         rdComm_t comm);
+
+/**
+ * Receives a message with @p tag from rank @p peer (or ::RD_ANY_SOURCE) into @p buf. The
+ * message must hold exactly @p count elements of @p dtype (anything else fails the receive
+ * with ::rdInvalidArgument, naming both, and the message is dropped). @p source (may be NULL)
+ * gets the sender's rank.
+ */
+RD_API rdResult_t rdRecv(void* buf, size_t count, rdDataType_t dtype, int peer, int tag,
+                         rdComm_t comm, int* source);
+
+/** Asynchronous forms of ::rdSend and ::rdRecv (::rdRequestSource gives a receive's sender). */
+RD_API rdResult_t rdSendAsync(const void* buf, size_t count, rdDataType_t dtype, int peer, int tag,
+                              rdComm_t comm, rdRequest_t* request);
+RD_API rdResult_t rdRecvAsync(void* buf, size_t count, rdDataType_t dtype, int peer, int tag,
+                              rdComm_t comm, rdRequest_t* request);
+
+/**
+ * Cancels a receive that no message has matched yet: it completes with ::rdAborted and a later
+ * message goes to the next matching receive. Returns ::rdInProgress (and cancels nothing) for
+ * any other request: a send, a collective, a receive already matched or complete.
+ */
+RD_API rdResult_t rdRequestCancel(rdRequest_t request);
+
+/** The rank a completed receive took its message from; -1 for other requests. */
+RD_API rdResult_t rdRequestSource(rdRequest_t request, int* source);
+
+/**
+ * Calls @p callback(@p arg) once when @p request completes: on a library thread (it must return
+ * quickly and must not call into the library), or at once on this thread when the request has
+ * already completed. One callback per request; it lets a caller wait on many requests at once.
+ */
+RD_API rdResult_t rdRequestSetCallback(rdRequest_t request, void (*callback)(void* arg), void* arg);
+
 /** ::rdSuccess when done, ::rdInProgress while running, or the operation's error. */
 RD_API rdResult_t rdRequestTest(rdRequest_t request);
 

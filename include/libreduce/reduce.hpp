@@ -119,6 +119,12 @@ class Request {
   bool test() { return check(rdRequestTest(request_)) == rdSuccess; }
   /** Waits up to @p timeout_ms (-1 = until it ends); true when finished, throws on failure. */
   bool wait(int timeout_ms = -1) { return check(rdRequestWait(request_, timeout_ms)) == rdSuccess; }
+  /** The rank a finished receive took its message from. */
+  int source() const {
+    int s = -1;
+    check(rdRequestSource(request_, &s));
+    return s;
+  }
 
  private:
   rdRequest_t request_;
@@ -177,6 +183,30 @@ class Communicator {
     check(rdBroadcast(send, recv, count, DataTypeOf<T>::value, root, comm_));
   }
   void barrier() { check(rdBarrier(comm_)); }
+  /** Point-to-point (rdSend): @p count elements to rank @p peer under @p tag. */
+  template <typename T>
+  void send(const T* data, size_t count, int peer, int tag = 0) {
+    check(rdSend(data, count, DataTypeOf<T>::value, peer, tag, comm_));
+  }
+  /** Receives a message of exactly @p count elements (peer RD_ANY_SOURCE: any); its sender. */
+  template <typename T>
+  int recv(T* data, size_t count, int peer, int tag = 0) {
+    int source = -1;
+    check(rdRecv(data, count, DataTypeOf<T>::value, peer, tag, comm_, &source));
+    return source;
+  }
+  template <typename T>
+  Request sendAsync(const T* data, size_t count, int peer, int tag = 0) {
+    rdRequest_t request = nullptr;
+    check(rdSendAsync(data, count, DataTypeOf<T>::value, peer, tag, comm_, &request));
+    return Request(request);
+  }
+  template <typename T>
+  Request recvAsync(T* data, size_t count, int peer, int tag = 0) {
+    rdRequest_t request = nullptr;
+    check(rdRecvAsync(data, count, DataTypeOf<T>::value, peer, tag, comm_, &request));
+    return Request(request);
+  }
   /** Fails pending operations and stops talking to peers; returns at once. */
   void abort() { check(rdCommAbort(comm_)); }
   rdComm_t get() const { return comm_; }

@@ -22,7 +22,7 @@ def strip_secret(uid):
 
 
 class Request:
-    """An asynchronous collective. ``result`` is its output buffer."""
+    """An asynchronous operation. ``result`` is its output buffer."""
 
     def __init__(self, request, result):
         self._request = request
@@ -36,6 +36,11 @@ class Request:
         """Waits up to ``timeout`` seconds (None: until it ends, which the communicator's own
         timeout bounds). True when done, False when the wait ran out; raises on failure."""
         return self._request.wait(timeout)
+
+    @property
+    def source(self):
+        """The rank a finished receive took its message from (-1 for other operations)."""
+        return self._request.source
 
 
 def _like(buf, count):
@@ -111,6 +116,19 @@ class Communicator:
         out = buf if out is None else out
         return self._run(lambda a: self._comm.broadcast(buf, out, root, dtype or "", a), out,
                          async_op)
+
+    def send(self, buf, peer, *, tag=0, dtype=None, async_op=False):
+        """Sends ``buf`` to rank ``peer`` under ``tag`` (>= 0). Not ordered with the
+        collectives; messages to one rank under one tag arrive in the order sent."""
+        return self._run(lambda a: self._comm.send(buf, peer, tag, dtype or "", a), None,
+                         async_op)
+
+    def recv(self, buf, peer=None, *, tag=0, dtype=None, async_op=False):
+        """Receives into ``buf`` a message of exactly its size from rank ``peer`` (None: the
+        first from any rank) under ``tag``; returns the sender's rank (``async_op``: a Request
+        whose ``source`` is the sender once it is done)."""
+        request = self._comm.recv(buf, peer, tag, dtype or "", async_op)
+        return Request(request, buf) if async_op else request
 
     def barrier(self, *, async_op=False):
         """Returns once every rank has entered the barrier."""

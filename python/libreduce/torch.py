@@ -19,6 +19,12 @@ own)::
 
 Fields left None take their LIBREDUCE_* setting (LIBREDUCE_WIRE_DTYPE, which a job spec's
 ``libreduce:`` section sets for every rank).
+
+Point-to-point (send / recv / isend / irecv, any source, batch_isend_irecv), all_to_all and
+all_to_all_single (uneven splits), gather and scatter (one message per rank), and every
+collective work's get_future() (so DDP communication hooks work) are supported;
+torch.distributed.monitored_barrier refuses non-gloo groups by name, so use
+``libreduce.torch.monitored_barrier``.
 """
 
 import datetime
@@ -53,6 +59,19 @@ def set_options(*, wire_dtype=None):
     _options["wire_dtype"] = wire_dtype
 
 
+def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """torch.distributed.monitored_barrier for libreduce groups (torch's own refuses every
+    backend but gloo by name): every rank reports to rank 0, which waits for each up to
+    ``timeout`` (default: the group's) and raises naming the ranks that did not come (every
+    one of them with ``wait_all_ranks``); the others raise when rank 0 does not release them.
+    """
+    from torch.distributed import distributed_c10d as c10d
+    pg = group if group is not None else c10d._get_default_group()
+    if timeout is None:
+        timeout = c10d.default_pg_timeout
+    return pg.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
+
+
 def _create(store, rank, size, timeout):
     """The creator torch calls with the group's (prefix) store, rank, size and timeout."""
     if isinstance(timeout, (int, float)):
@@ -76,4 +95,4 @@ def _register():
 
 _register()
 
-__all__ = ["BACKEND_NAME", "ProcessGroupLibreduce", "set_options"]
+__all__ = ["BACKEND_NAME", "ProcessGroupLibreduce", "monitored_barrier", "set_options"]

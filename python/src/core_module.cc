@@ -41,6 +41,13 @@ class Request {
 
   bool test() { return finishIf(check(rdRequestTest(request_))); }
 
+  /** The rank a finished receive took its message from (-1 for other operations). */
+  int source() const {
+    int rank = -1;
+    check(rdRequestSource(request_, &rank));
+    return rank;
+  }
+
   bool wait(std::optional<double> timeout_s) {
     int timeout_ms = -1;
     if (timeout_s) {
@@ -198,6 +205,29 @@ class Communicator {
     return finish(request, std::move(b), async_op);
   }
 
+  py::object send(const py::handle& buf, int peer, int tag, const std::string& dtype,
+                  bool async_op) {
+    std::vector<BufferArg> b;
+    b.push_back(bufferArg(buf, "buf", false, dtype));
+    rdRequest_t request = nullptr;
+    check(rdSendAsync(b[0].data, b[0].count, b[0].dtype, peer, tag, live(), &request));
+    return finish(request, std::move(b), async_op);
+  }
+
+  // Synchronous: the sender's rank; asynchronous: the Request (its source once done).
+  py::object recv(const py::handle& buf, std::optional<int> peer, int tag, const std::string& dtype,
+                  bool async_op) {
+    std::vector<BufferArg> b;
+    b.push_back(bufferArg(buf, "buf", true, dtype));
+    rdRequest_t request = nullptr;
+    check(rdRecvAsync(b[0].data, b[0].count, b[0].dtype, peer ? *peer : RD_ANY_SOURCE, tag, live(),
+                      &request));
+    auto pending = std::make_unique<Request>(request, std::move(b));
+    if (async_op) return py::cast(std::move(pending));
+    pending->wait(std::nullopt);
+    return py::int_(pending->source());
+  }
+
   py::object barrier(bool async_op) {
     rdRequest_t request = nullptr;
     check(rdBarrierAsync(live(), &request));
@@ -313,7 +343,8 @@ PYBIND11_MODULE(_core, m) {
       .def("test", &Request::test, "True when done; raises if the operation failed")
       .def("wait", &Request::wait, py::arg("timeout") = py::none(),
            "Waits up to timeout seconds (None: until it ends). True when done, False when the "
-           "wait ran out; raises if the operation failed");
+           "wait ran out; raises if the operation failed")
+      .def_property_readonly("source", &Request::source, "the sender of a finished receive");
 
   py::class_<Communicator>(m, "Communicator")
       .def(py::init<int, int, const py::bytes&, std::optional<double>,
@@ -334,6 +365,10 @@ PYBIND11_MODULE(_core, m) {
            py::arg("dtype") = "", py::arg("async_op") = false)
       .def("broadcast", &Communicator::broadcast, py::arg("send"), py::arg("recv"), py::arg("root"),
            py::arg("dtype") = "", py::arg("async_op") = false)
+      .def("send", &Communicator::send, py::arg("buf"), py::arg("peer"), py::arg("tag") = 0,
+           py::arg("dtype") = "", py::arg("async_op") = false)
+      .def("recv", &Communicator::recv, py::arg("buf"), py::arg("peer") = py::none(),
+           py::arg("tag") = 0, py::arg("dtype") = "", py::arg("async_op") = false)
       .def("barrier", &Communicator::barrier, py::arg("async_op") = false)
       .def("async_error", &Communicator::asyncError)
       .def("abort", &Communicator::abort)

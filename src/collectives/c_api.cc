@@ -22,6 +22,7 @@ struct rdComm {
 
 struct rdRequest {
   std::shared_ptr<rd::coll::Request> request;
+  rd::coll::Communicator* comm = nullptr;  // receives only: to cancel them
 };
 
 namespace {
@@ -92,6 +93,43 @@ OpDesc makeDesc(Collective coll, const void* send, void* recv, size_t count, rdD
   d.op = op;
   d.root = static_cast<uint32_t>(root < 0 ? UINT32_MAX : root);
   return d;
+}
+
+rdResult_t postPointToPoint(bool is_send, const void* buf, size_t count, rdDataType_t dtype,
+                            int peer, int tag, rdComm_t comm, rdRequest_t* out) {
+  rd::clearLastError();
+  if (out != nullptr) *out = nullptr;
+  RD_CHECK(checkComm(comm));
+  if (out == nullptr) return rd::setError(rdInvalidArgument, "request is NULL");
+  const auto& cfg = comm->impl->config();
+  if (!rd::validDtype(dtype)) {
+    return rd::setErrorf(rdInvalidArgument, "invalid dtype %d", static_cast<int>(dtype));
+  }
+  const bool any = !is_send && peer == RD_ANY_SOURCE;
+  if (!any && (peer < 0 || static_cast<uint32_t>(peer) >= cfg.nranks)) {
+    return rd::setErrorf(rdInvalidArgument, "peer %d is not a rank of this communicator (%u ranks)",
+                         peer, cfg.nranks);
+  }
+  if (static_cast<uint32_t>(peer) == cfg.rank) {
+    return rd::setErrorf(rdInvalidArgument, "rank %d cannot %s itself", peer,
+                         is_send ? "send to" : "receive from");
+  }
+  if (count > rd::limits::kMaxCount) {
+    return rd::setErrorf(rdInvalidArgument, "count %zu is too large", count);
+  }
+  if (count != 0 && buf == nullptr) {
+    return rd::setError(rdInvalidArgument, "NULL buffer with a non-zero count");
+  }
+  rd::coll::P2PDesc desc;
+  desc.buffer = const_cast<void*>(buf);  // only read by a send
+  desc.count = count;
+  desc.dtype = dtype;
+  desc.peer = any ? rd::coll::PointToPoint::kAnySource : peer;
+  desc.tag = static_cast<uint32_t>(tag);
+  std::shared_ptr<rd::coll::Request> request;
+  RD_CHECK(comm->impl->postPointToPoint(is_send, desc, &request));
+  *out = new rdRequest{std::move(request), is_send ? nullptr : comm->impl.get()};
+  return rdSuccess;
 }
 
 }  // namespace
@@ -250,6 +288,60 @@ rdResult_t rdBarrier(rdComm_t comm) {
   rdRequest_t request = nullptr;
   rdResult_t posted = rdBarrierAsync(comm, &request);
   return waitAndFree(posted, request);
+}
+
+rdResult_t rdSendAsync(const void* buf, size_t count, rdDataType_t dtype, int peer, int tag,
+                       rdComm_t comm, rdRequest_t* request) {
+  return postPointToPoint(true, buf, count, dtype, peer, tag, comm, request);
+}
+
+rdResult_t rdRecvAsync(void* buf, size_t count, rdDataType_t dtype, int peer, int tag,
+                       rdComm_t comm, rdRequest_t* request) {
+  return postPointToPoint(false, buf, count, dtype, peer, tag, comm, request);
+}
+
+rdResult_t rdSend(const void* buf, size_t count, rdDataType_t dtype, int peer, int tag,
+                  rdComm_t comm) {
+  rdRequest_t request = nullptr;
+  rdResult_t posted = rdSendAsync(buf, count, dtype, peer, tag, comm, &request);
+  return waitAndFree(posted, request);
+}
+
+rdResult_t rdRecv(void* buf, size_t count, rdDataType_t dtype, int peer, int tag, rdComm_t comm,
+                  int* source) {
+  rdRequest_t request = nullptr;
+  rdResult_t posted = rdRecvAsync(buf, count, dtype, peer, tag, comm, &request);
+  if (posted != rdSuccess) return posted;
+  rdResult_t status = request->request->wait(-1);
+  if (source != nullptr) *source = request->request->source();
+  delete request;
+  return status;
+}
+
+rdResult_t rdRequestSource(rdRequest_t request, int* source) {
+  if (request == nullptr || source == nullptr) {
+    return rd::setError(rdInvalidArgument, "request or source is NULL");
+  }
+  *source = request->request->source();
+  return rdSuccess;
+}
+
+rdResult_t rdRequestCancel(rdRequest_t request) {
+  rd::clearLastError();
+  if (request == nullptr) return rd::setError(rdInvalidArgument, "request is NULL");
+  if (request->comm == nullptr || !request->comm->cancelReceive(request->request)) {
+    return rd::setError(rdInProgress,
+                        "only a receive that no message matched yet can be cancelled");
+  }
+  return rdSuccess;
+}
+
+rdResult_t rdRequestSetCallback(rdRequest_t request, void (*callback)(void* arg), void* arg) {
+  if (request == nullptr || callback == nullptr) {
+    return rd::setError(rdInvalidArgument, "request or callback is NULL");
+  }
+  request->request->onComplete([callback, arg] { callback(arg); });
+  return rdSuccess;
 }
 
 rdResult_t rdRequestTest(rdRequest_t request) {

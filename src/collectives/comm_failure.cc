@@ -29,6 +29,8 @@ void Communicator::onFailure(transport::ConnId conn, rdResult_t status, const st
     failAll(rdConnectionError, reducerName(link) + ": " + reason);
     return;
   }
+  // A connection may serve point-to-point messages and the ring both.
+  if (p2p_->onConnectionLost(conn, reason) && conn != ring_next_ && conn != ring_prev_) return;
   onRingFailure(conn, reason);
 }
 
@@ -111,6 +113,7 @@ void Communicator::failOperations() {
   }
   if (join_request_) join_request_->complete(status, reason);
   for (auto& op : snapshot()) op->fail(status, reason);
+  p2p_->failAll(status, reason);
   reapFinished();
 }
 

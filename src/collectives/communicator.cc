@@ -14,7 +14,8 @@
 
 namespace rd::coll {
 
-Communicator::Communicator(const CommConfig& config) : config_(config) {}
+Communicator::Communicator(const CommConfig& config)
+    : config_(config), p2p_(std::make_unique<PointToPoint>(this)) {}
 
 rdResult_t Communicator::create(const CommConfig& config, std::unique_ptr<Communicator>* out) {
   if (config.nranks == 0 || config.rank >= config.nranks || config.nranks > limits::kMaxRanks) {
@@ -169,6 +170,7 @@ Communicator::~Communicator() {
   transport_->runSync([this] {
     destroying_ = true;  // connections closed from here on are no news to tell the reducers
     for (auto& op : snapshot()) op->fail(rdAborted, "communicator destroyed");
+    p2p_->failAll(rdAborted, "communicator destroyed");
     ops_.clear();
     early_.clear();
     return rdSuccess;
@@ -215,6 +217,10 @@ void Communicator::onMessage(transport::ConnId conn, const void* header, size_t 
     return;
   }
   auto type = static_cast<wire::MsgType>(h.type);
+  if (type == wire::MsgType::kP2P) {
+    p2p_->onMessage(conn, h, p);
+    return;
+  }
   if (type == wire::MsgType::kRing) {
     if (h.chunk == wire::kRingHelloChunk) {
       onRingHello(conn, h);
@@ -307,6 +313,7 @@ void Communicator::onTick() {
   if (holding_failure_ && now >= notice_deadline_) releaseFailure();
   if (hellos_sent_ && joined_links_ < links_.size()) retryConnections(now);
   for (auto& op : snapshot()) op->onTick(now);
+  p2p_->onTick(now);
   reapFinished();
 }
 
@@ -388,6 +395,39 @@ rdResult_t Communicator::postAs(const OpDesc& asked, rdAlgorithm_t algorithm,
     startOp(entry->make(this, desc, seq, req));
   });
   return rdSuccess;
+}
+
+rdResult_t Communicator::postPointToPoint(bool is_send, const P2PDesc& desc,
+                                          std::shared_ptr<Request>* request) {
+  RD_CHECK(asyncError());
+  if (aborted_) return setError(rdAborted, "communicator was aborted");
+  auto req = std::make_shared<Request>();
+  *request = req;
+  transport_->post([this, is_send, desc, req] {
+    {
+      std::lock_guard<std::mutex> lock(failure_mu_);
+      if (failure_status_ != rdSuccess) {
+        req->complete(failure_status_, failure_);
+        return;
+      }
+    }
+    if (is_send) {
+      p2p_->send(desc, req);
+    } else {
+      p2p_->receive(desc, req);
+    }
+  });
+  return rdSuccess;
+}
+
+bool Communicator::cancelReceive(const std::shared_ptr<Request>& request) {
+  if (request->test() != rdInProgress) return false;
+  bool cancelled = false;
+  transport_->runSync([&] {
+    cancelled = p2p_->cancel(request);
+    return rdSuccess;
+  });
+  return cancelled;
 }
 
 void Communicator::startOp(const std::shared_ptr<Operation>& op) {

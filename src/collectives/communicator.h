@@ -14,6 +14,7 @@
 
 #include "collectives/algorithms/auto_tuner.h"
 #include "collectives/operation.h"
+#include "collectives/point_to_point.h"
 #include "collectives/request.h"
 #include "common/auth.h"
 #include "protocol/wire.h"
@@ -71,6 +72,15 @@ class Communicator {
    */
   rdResult_t post(const OpDesc& desc, std::shared_ptr<Request>* request);
 
+  /**
+   * Posts a send (@p is_send) or a receive of a point-to-point message (point_to_point.h);
+   * @p request completes when it ends. Not ordered with the collectives.
+   */
+  rdResult_t postPointToPoint(bool is_send, const P2PDesc& desc, std::shared_ptr<Request>* request);
+
+  /** Cancels a receive no message matched yet (it fails with rdAborted); false otherwise. */
+  bool cancelReceive(const std::shared_ptr<Request>& request);
+
   /** Fails everything pending with rdAborted and force-closes; returns at once. */
   void abort();
 
@@ -113,6 +123,8 @@ class Communicator {
   bool fromReducer(transport::ConnId conn, uint32_t reducer) const;
   /** Header stamped for a reducer (its epoch) or a ring peer (kNoReducer: epoch 0). */
   wire::Header header(wire::MsgType type, uint32_t reducer) const;
+  /** The address rank @p rank listens on (from the join). */
+  const std::string& peerAddress(uint32_t rank) const { return peer_addresses_.at(rank); }
   /** Connection to the next rank in the ring (connects on first use); 0 when it failed. */
   transport::ConnId ringNext();
   /** Why the previous rank's connection is gone ("" while it is not), for later operations. */
@@ -176,6 +188,7 @@ class Communicator {
   transport::ConnId ring_next_ = 0;
   transport::ConnId ring_prev_ = 0;  // known once the previous rank introduced its connection
   std::string ring_prev_lost_;
+  std::unique_ptr<PointToPoint> p2p_;  // progress thread
 
   // Join progress (progress thread), reported through join_request_.
   uint32_t joined_links_ = 0;

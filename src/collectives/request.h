@@ -4,8 +4,11 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
 
@@ -15,14 +18,42 @@ class Request {
  public:
   /** Records the outcome (first call wins) and wakes the waiters. */
   void complete(rdResult_t status, std::string error = std::string()) {
+    std::vector<std::function<void()>> callbacks;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (status_ != rdInProgress) return;
       status_ = status;
       error_ = std::move(error);
       completed_at_ = std::chrono::steady_clock::now();
+      callbacks.swap(callbacks_);
     }
     cv_.notify_all();
+    for (auto& fn : callbacks) fn();
+  }
+
+  /**
+   * Runs @p fn once the request is complete: on the completing thread, or at once on this one
+   * when it already is. @p fn must not block.
+   */
+  void onComplete(std::function<void()> fn) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (status_ == rdInProgress) {
+        callbacks_.push_back(std::move(fn));
+        return;
+      }
+    }
+    fn();
+  }
+
+  /** The rank a receive matched (set before it completes); -1 for other operations. */
+  void setSource(int rank) {
+    std::lock_guard<std::mutex> lock(mu_);
+    source_ = rank;
+  }
+  int source() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return source_;
   }
 
   /** When complete() recorded the outcome (meaningful once test() says it is done). */
@@ -60,6 +91,8 @@ class Request {
   rdResult_t status_ = rdInProgress;
   std::string error_;
   std::chrono::steady_clock::time_point completed_at_{};
+  std::vector<std::function<void()>> callbacks_;
+  int source_ = -1;
 };
 
 }  // namespace rd::coll

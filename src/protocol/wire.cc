@@ -15,7 +15,8 @@ rdResult_t reject(std::string* why, std::string text) {
 }
 
 bool usesDataFields(MsgType t) {
-  return t == MsgType::kData || t == MsgType::kResult || t == MsgType::kAck || t == MsgType::kRing;
+  return t == MsgType::kData || t == MsgType::kResult || t == MsgType::kAck ||
+         t == MsgType::kRing || t == MsgType::kP2P;
 }
 
 uint64_t payloadCap(MsgType t) {
@@ -37,7 +38,7 @@ Header makeHeader(MsgType type, uint64_t comm_id, uint32_t epoch, uint32_t rank,
 const char* typeName(uint8_t type) {
   static const char* const kNames[] = {"invalid", "hello",  "challenge", "auth",   "welcome",
                                        "joined",  "reject", "data",      "result", "ack",
-                                       "error",   "leave",  "ring"};
+                                       "error",   "leave",  "ring",      "p2p"};
   return type <= static_cast<uint8_t>(MsgType::kLast) ? kNames[type] : "invalid";
 }
 

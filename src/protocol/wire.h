@@ -18,7 +18,8 @@ constexpr uint32_t kMagic = 0x31584452;  // "RDX1" in memory order
 // 3: HelloBody.algorithm (every rank of a communicator must run the same).
 // 4: Header.chunk_bytes: the chunk size is chosen per operation; HelloBody.chunk_bytes its cap.
 // 5: wire compression (protocol/compression.h): kFlagWideSum, kFlagWireBf16 / kFlagWireFp16.
-constexpr uint16_t kVersion = 5;
+// 6: point-to-point messages between workers (kP2P).
+constexpr uint16_t kVersion = 6;
 // Hard cap on any payload: a chunk (LIBREDUCE_CHUNK_BYTES range).
 constexpr uint64_t kMaxPayloadBytes = limits::kMaxChunkBytes;
 constexpr uint64_t kMaxControlBytes = 64ull << 10;
@@ -31,6 +32,13 @@ constexpr size_t kMacBytes = 32;  // HMAC-SHA256
 constexpr uint64_t kSeqAllOps = UINT64_MAX;
 /** Header.chunk of the kRing message that opens a ring connection: "I am rank h.rank". */
 constexpr uint32_t kRingHelloChunk = UINT32_MAX;
+/**
+ * A kP2P message travels in pieces of Header.chunk_bytes (the last may be shorter). Each piece
+ * carries the whole message's description: Header.rank the sender, Header.root the tag,
+ * Header.seq the message's number among those from the sender to this receiver (from 0),
+ * Header.count and Header.dtype its elements, Header.chunk the piece's index.
+ */
+constexpr uint64_t kP2PPieceBytes = 8ull << 20;
 
 enum class MsgType : uint8_t {
   kHello = 1,      // worker -> reducer: join request (HelloBody)
@@ -45,7 +53,8 @@ enum class MsgType : uint8_t {
   kError = 10,     // reducer -> worker: operation `seq` failed; payload = reason text
   kLeave = 11,     // worker -> reducer: rank leaves the communicator (destroy / abort)
   kRing = 12,      // worker -> worker: one piece of a ring all-reduce step
-  kLast = kRing
+  kP2P = 13,       // worker -> worker: one piece of a point-to-point message (P2PFields)
+  kLast = kP2P
 };
 
 enum class Coll : uint8_t {

@@ -9,6 +9,7 @@
 #include "common/algorithm.h"
 #include "common/settings.h"
 #include "common/status.h"
+#include "common/torch_backend_ops.h"
 #include "cpu/cpu_reduce.h"
 #include "libreduce/config.h"
 #if LIBREDUCE_HAVE_CUDA
@@ -90,6 +91,14 @@ void printAlgorithms() {
   }
 }
 
+void printTorchBackend() {
+  if (!LIBREDUCE_HAVE_TORCH) return;
+  std::printf("\nPyTorch backend \"libreduce\" (import libreduce.torch)\n");
+  for (const rd::TorchBackendOp& op : rd::kTorchBackendOps) {
+    std::printf("  %-36s %s\n", op.name, op.how);
+  }
+}
+
 void printSettings(bool markdown) {
   if (markdown) {
     std::printf(
@@ -145,6 +154,7 @@ int main(int argc, char** argv) {
     printBuild();
     printKernels();
     printAlgorithms();
+    printTorchBackend();
   }
   printSettings(false);
   return 0;

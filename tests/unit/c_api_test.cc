@@ -2,9 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "libreduce/reduce.h"
 #include "libreduce/reduce.hpp"
@@ -90,3 +93,109 @@ TEST(CApi, UniqueIdWithoutSecret) {
   EXPECT_EQ(rdUniqueIdStripSecret(&garbage), rdInvalidArgument);
   EXPECT_EQ(rdUniqueIdStripSecret(nullptr), rdInvalidArgument);
 }
+
+namespace {
+
+// Two ranks of one process, joined through the rendezvous rdGetUniqueIdFor starts, over UCX.
+class TwoRanks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rdUniqueId id;
+    ASSERT_EQ(rdGetUniqueIdFor("", "two-ranks-secret", &id), rdSuccess) << rdGetLastError();
+    rdResult_t joined[2] = {rdInternalError, rdInternalError};
+    std::thread other([&] { joined[1] = rdCommInitRank(&comms_[1], 2, id, 1); });
+    joined[0] = rdCommInitRank(&comms_[0], 2, id, 0);
+    other.join();
+    ASSERT_EQ(joined[0], rdSuccess);
+    ASSERT_EQ(joined[1], rdSuccess);
+  }
+  void TearDown() override {
+    std::thread other([&] { rdCommDestroy(comms_[1]); });
+    rdCommDestroy(comms_[0]);
+    other.join();
+  }
+  rdComm_t comms_[2] = {nullptr, nullptr};
+};
+
+TEST_F(TwoRanks, SendAndReceiveFromAnyRankWithTags) {
+  std::vector<float> a(1000), b(3);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i) * 0.5f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = -static_cast<float>(i);
+  std::vector<float> got_a(a.size()), got_b(b.size());
+  rdRequest_t sends[2];
+  ASSERT_EQ(rdSendAsync(a.data(), a.size(), rdFloat32, 1, 4, comms_[0], &sends[0]), rdSuccess);
+  ASSERT_EQ(rdSendAsync(b.data(), b.size(), rdFloat32, 1, 9, comms_[0], &sends[1]), rdSuccess);
+  int source = -1;
+  ASSERT_EQ(rdRecv(got_b.data(), b.size(), rdFloat32, RD_ANY_SOURCE, 9, comms_[1], &source),
+            rdSuccess)
+      << rdGetLastError();
+  EXPECT_EQ(source, 0);
+  ASSERT_EQ(rdRecv(got_a.data(), a.size(), rdFloat32, 0, 4, comms_[1], nullptr), rdSuccess)
+      << rdGetLastError();
+  EXPECT_EQ(got_a, a);
+  EXPECT_EQ(got_b, b);
+  for (rdRequest_t r : sends) {
+    EXPECT_EQ(rdRequestWait(r, -1), rdSuccess);
+    rdRequestFree(r);
+  }
+}
+
+TEST_F(TwoRanks, ArgumentErrorsCancelAndCompletionCallbacks) {
+  float x = 1;
+  rdRequest_t r = nullptr;
+  EXPECT_EQ(rdSendAsync(&x, 1, rdFloat32, 2, 0, comms_[0], &r), rdInvalidArgument);
+  EXPECT_NE(std::string(rdGetLastError()).find("peer 2 is not a rank"), std::string::npos);
+  EXPECT_EQ(rdSendAsync(&x, 1, rdFloat32, 0, 0, comms_[0], &r), rdInvalidArgument);
+  EXPECT_NE(std::string(rdGetLastError()).find("cannot send to itself"), std::string::npos);
+  EXPECT_EQ(rdSendAsync(&x, 1, rdFloat32, RD_ANY_SOURCE, 0, comms_[0], &r), rdInvalidArgument);
+  EXPECT_EQ(rdRecvAsync(nullptr, 1, rdFloat32, 0, 0, comms_[1], &r), rdInvalidArgument);
+  EXPECT_EQ(rdRecvAsync(&x, 1, rdNumDataTypes, 0, 0, comms_[1], &r), rdInvalidArgument);
+  EXPECT_EQ(rdSend(&x, 1, rdFloat32, 1, 0, nullptr), rdInvalidArgument);
+  EXPECT_EQ(rdRequestCancel(nullptr), rdInvalidArgument);
+
+  // A receive nothing matched is cancelled; its callback runs once, on completion.
+  std::atomic<int> called{0};
+  auto bump = [](void* arg) { ++*static_cast<std::atomic<int>*>(arg); };
+  ASSERT_EQ(rdRecvAsync(&x, 1, rdFloat32, 0, 3, comms_[1], &r), rdSuccess);
+  ASSERT_EQ(rdRequestSetCallback(r, bump, &called), rdSuccess);
+  EXPECT_EQ(called.load(), 0);
+  EXPECT_EQ(rdRequestCancel(r), rdSuccess);
+  EXPECT_EQ(rdRequestWait(r, -1), rdAborted);
+  EXPECT_EQ(called.load(), 1);
+  EXPECT_EQ(rdRequestCancel(r), rdInProgress);  // already complete
+  rdRequestFree(r);
+  // A later message goes to the next receive, and a send cannot be cancelled.
+  float y = 7, got = 0;
+  ASSERT_EQ(rdSendAsync(&y, 1, rdFloat32, 1, 3, comms_[0], &r), rdSuccess);
+  EXPECT_EQ(rdRequestCancel(r), rdInProgress);
+  ASSERT_EQ(rdRecv(&got, 1, rdFloat32, 0, 3, comms_[1], nullptr), rdSuccess);
+  EXPECT_EQ(got, 7);
+  EXPECT_EQ(rdRequestWait(r, -1), rdSuccess);
+  ASSERT_EQ(rdRequestSetCallback(r, bump, &called), rdSuccess);  // complete: runs at once
+  EXPECT_EQ(called.load(), 2);
+  rdRequestFree(r);
+}
+
+TEST(CppLayer, PointToPoint) {
+  rdUniqueId id;
+  ASSERT_EQ(rdGetUniqueIdFor("", "cpp-secret", &id), rdSuccess) << rdGetLastError();
+  std::array<int64_t, 4> sent{1, 2, 3, -4}, got{};
+  int source = -1;
+  std::thread receiver([&] {
+    rd::Communicator comm(2, id, 1);
+    rd::Request r = comm.recvAsync(got.data(), got.size(), RD_ANY_SOURCE, 5);
+    r.wait();
+    source = r.source();
+    comm.send(got.data(), 1, 0, 6);
+  });
+  rd::Communicator comm(2, id, 0);
+  comm.sendAsync(sent.data(), sent.size(), 1, 5).wait();
+  int64_t first = 0;
+  EXPECT_EQ(comm.recv(&first, 1, 1, 6), 1);
+  receiver.join();
+  EXPECT_EQ(got, sent);
+  EXPECT_EQ(source, 0);
+  EXPECT_EQ(first, 1);
+}
+
+}  // namespace

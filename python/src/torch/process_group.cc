@@ -10,82 +10,15 @@
 #include <utility>
 
 #include "common/limits.h"
+#include "host_buffers.h"
 #include "tensor_types.h"
 
 namespace rd::torch_backend {
-namespace {
-
-// A contiguous CPU tensor with @p t's data: @p t itself when it already is one, else a copy
-// (CUDA tensors and strided views are staged through it).
-at::Tensor hostBuffer(const at::Tensor& t) {
-  if (t.device().is_cpu() && t.is_contiguous()) return t;
-  return t.to(at::kCPU).contiguous();
-}
-
-// A private contiguous CPU copy (the input must not change).
-at::Tensor hostCopy(const at::Tensor& t) {
-  return t.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
-}
-
-// Writes @p buffer back into @p t unless it is @p t.
-void copyBack(at::Tensor t, const at::Tensor& buffer) {
-  if (!buffer.is_same(t)) t.copy_(buffer.view(t.sizes()));
-}
-
-// All of @p tensors, flattened and concatenated into one CPU tensor.
-at::Tensor flatHostConcat(const std::vector<at::Tensor>& tensors) {
-  std::vector<at::Tensor> flat;
-  flat.reserve(tensors.size());
-  for (const auto& t : tensors) flat.push_back(t.reshape({-1}).to(at::kCPU));
-  return at::cat(flat);
-}
-
-// Element @p index's slice of a flat buffer holding @p numel elements per part, shaped as
-// @p like.
-at::Tensor part(const at::Tensor& flat, int64_t index, const at::Tensor& like) {
-  return flat.narrow(0, index * like.numel(), like.numel()).view(like.sizes());
-}
-
-size_t byteCount(const at::Tensor& t) {
-  return static_cast<size_t>(t.numel()) * t.element_size();
-}
-
-void checkOne(const std::vector<at::Tensor>& tensors, const char* op) {
-  TORCH_CHECK_VALUE(tensors.size() == 1, "libreduce: ", op,
-                    " takes exactly one tensor per process, got ", tensors.size());
-  checkTensor(tensors[0], op);
-}
-
-void checkSameKind(const at::Tensor& a, const at::Tensor& b, const char* op) {
-  checkTensor(b, op);
-  TORCH_CHECK_TYPE(a.scalar_type() == b.scalar_type(), "libreduce: ", op, " mixes ",
-                   c10::toString(a.scalar_type()), " and ", c10::toString(b.scalar_type()),
-                   " tensors");
-}
-
-void checkParts(const std::vector<at::Tensor>& parts, const at::Tensor& like, int size,
-                const char* op) {
-  TORCH_CHECK_VALUE(static_cast<int>(parts.size()) == size, "libreduce: ", op, " needs ", size,
-                    " tensors (one per rank), got ", parts.size());
-  for (const auto& p : parts) {
-    checkSameKind(like, p, op);
-    TORCH_CHECK_VALUE(p.numel() == like.numel(), "libreduce: ", op,
-                      " needs every tensor of the list to have ", like.numel(),
-                      " elements, got one with ", p.numel());
-  }
-}
-
-void checkRoot(int64_t root, int size, const char* op) {
-  TORCH_CHECK_VALUE(root >= 0 && root < size, "libreduce: ", op, " root ", root,
-                    " is not a rank of this group of ", size);
-}
-
-}  // namespace
 
 ProcessGroupLibreduce::ProcessGroupLibreduce(const std::string& unique_id, int rank, int size,
                                              std::chrono::milliseconds timeout,
                                              const std::string& wire_dtype)
-    : BackendBase(rank, size) {
+    : BackendBase(rank, size), timeout_(timeout), barrier_tokens_(static_cast<size_t>(size)) {
   rdUniqueId id{};
   TORCH_CHECK_VALUE(unique_id.size() <= sizeof id.internal,
                     "libreduce: the unique id is too long (", unique_id.size(), " bytes)");
@@ -104,11 +37,11 @@ ProcessGroupLibreduce::ProcessGroupLibreduce(const std::string& unique_id, int r
   TORCH_CHECK(status == rdSuccess, "libreduce: rank ", rank, " of ", size,
               " could not join its communicator: ", rdGetErrorString(status), ": ",
               rdGetLastError());
-  completions_ = std::make_unique<CompletionThread>();
+  completions_ = std::make_unique<CompletionThreads>();
 }
 
 ProcessGroupLibreduce::~ProcessGroupLibreduce() {
-  // Python drops the group with the GIL held, while the completion thread may be releasing
+  // Python drops the group with the GIL held, while a completion thread may be releasing
   // the last reference to a tensor Python created, which takes the GIL: wait without it.
   PyThreadState* saved = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
   completions_.reset();  // every posted work completes (or fails) before the communicator goes
@@ -116,23 +49,44 @@ ProcessGroupLibreduce::~ProcessGroupLibreduce() {
   if (saved != nullptr) PyEval_RestoreThread(saved);
 }
 
-template <typename Post>
 c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::launch(c10d::OpType type, const char* name,
-                                                             Post post,
+                                                             const Post& post,
                                                              std::vector<at::Tensor> outputs,
                                                              std::vector<at::Tensor> keep_alive,
                                                              std::function<void()> on_success) {
-  rdRequest_t request = nullptr;
-  rdResult_t status = post(&request);
-  if (status != rdSuccess) {
+  return launchAll(type, name, {post}, std::move(outputs), std::move(keep_alive),
+                   std::move(on_success));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::launchAll(c10d::OpType type, const char* name,
+                                                                const std::vector<Post>& posts,
+                                                                std::vector<at::Tensor> outputs,
+                                                                std::vector<at::Tensor> keep_alive,
+                                                                std::function<void()> on_success) {
+  std::vector<rdRequest_t> requests;
+  std::string error;
+  for (const Post& post : posts) {
+    rdRequest_t request = nullptr;
+    rdResult_t status = post(&request);
+    if (status == rdSuccess) {
+      requests.push_back(request);
+      continue;
+    }
     std::string message = std::string(rdGetErrorString(status)) + ": " + rdGetLastError();
-    // The caller's mistake raises here; a failed communicator fails the work instead.
-    TORCH_CHECK_VALUE(status != rdInvalidArgument && status != rdUnsupported, "libreduce ", name,
-                      ": ", message);
-    return c10::make_intrusive<LibreduceWork>(rank_, type, name, message);
+    // The caller's mistake raises here (before anything was posted: the library checks the
+    // arguments of each call alike); a failed communicator fails the work instead.
+    if (requests.empty() && (status == rdInvalidArgument || status == rdUnsupported)) {
+      TORCH_CHECK_VALUE(false, "libreduce ", name, ": ", message);
+    }
+    error = message;
+    break;
   }
-  auto work = c10::make_intrusive<LibreduceWork>(rank_, type, name, request, std::move(outputs),
-                                                 std::move(keep_alive), std::move(on_success));
+  if (requests.empty() && !error.empty()) {
+    return c10::make_intrusive<LibreduceWork>(rank_, type, name, error);
+  }
+  auto work =
+      c10::make_intrusive<LibreduceWork>(rank_, type, name, std::move(requests), std::move(outputs),
+                                         std::move(keep_alive), std::move(on_success), error);
   completions_->enqueue(work);
   return work;
 }
@@ -179,7 +133,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::allreduce_coalesced(
 c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::broadcast(
     std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) {
   checkOne(tensors, "broadcast");
-  checkRoot(opts.rootRank, size_, "broadcast");
+  checkRank(opts.rootRank, size_, "broadcast", "root");
   TORCH_CHECK_VALUE(opts.rootTensor == 0, "libreduce: broadcast takes one tensor (rootTensor 0)");
   at::Tensor t = tensors[0];
   at::Tensor buf = hostBuffer(t);
@@ -196,7 +150,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::broadcast(
 c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::reduce(std::vector<at::Tensor>& tensors,
                                                              const c10d::ReduceOptions& opts) {
   checkOne(tensors, "reduce");
-  checkRoot(opts.rootRank, size_, "reduce");
+  checkRank(opts.rootRank, size_, "reduce", "root");
   at::Tensor t = tensors[0];
   Reduction r = reductionFor(t.scalar_type(), opts.reduceOp);
   // An all-reduce whose result only the root keeps: other ranks' tensors stay as they were.
@@ -240,23 +194,46 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::_allgather_base(
       {output}, {in, out}, [output, out] { copyBack(output, out); });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::gather(
-    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
-    const c10d::GatherOptions& opts) {
-  checkOne(inputs, "gather");
-  checkRoot(opts.rootRank, size_, "gather");
-  bool is_root = opts.rootRank == rank_;
-  std::vector<at::Tensor> outs;
-  if (is_root) {
-    TORCH_CHECK_VALUE(outputs.size() == 1, "libreduce: gather takes one output list on the root");
-    checkParts(outputs[0], inputs[0], size_, "gather");
-    outs = outputs[0];
-  } else {
-    TORCH_CHECK_VALUE(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()),
-                      "libreduce: gather takes output tensors on the root only");
+c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& output_lists, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& /*opts*/) {
+  TORCH_CHECK_VALUE(!inputs.empty(), "libreduce: allgather_coalesced needs input tensors");
+  TORCH_CHECK_VALUE(static_cast<int>(output_lists.size()) == size_,
+                    "libreduce: allgather_coalesced needs ", size_,
+                    " output lists (one per rank), got ", output_lists.size());
+  for (const auto& list : output_lists) {
+    TORCH_CHECK_VALUE(list.size() == inputs.size(), "libreduce: allgather_coalesced needs ",
+                      inputs.size(), " tensors in every output list, got ", list.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      checkSameKind(inputs[i], list[i], "allgather_coalesced");
+      TORCH_CHECK_VALUE(list[i].numel() == inputs[i].numel(),
+                        "libreduce: allgather_coalesced output ", i, " has ", list[i].numel(),
+                        " elements, its input ", inputs[i].numel());
+    }
   }
-  // Gathered everywhere, kept on the root: there is no rooted gather in the library.
-  return gatherParts(c10d::OpType::GATHER, "gather", inputs[0], outs);
+  // Every input's bytes, one after the other: one all-gather for the whole list.
+  std::vector<at::Tensor> bytes;
+  for (const auto& t : inputs) bytes.push_back(hostBuffer(t).reshape({-1}).view(at::kByte));
+  at::Tensor in = at::cat(bytes);
+  at::Tensor flat = at::empty({size_ * in.numel()}, in.options());
+  std::vector<at::Tensor> outputs;
+  for (const auto& list : output_lists) outputs.insert(outputs.end(), list.begin(), list.end());
+  return launch(
+      c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced",
+      [&](rdRequest_t* req) {
+        return rdAllGatherAsync(in.data_ptr(), flat.data_ptr(), byteCount(in), rdUint8, comm_, req);
+      },
+      outputs, {in, flat},
+      [output_lists, flat, stride = in.numel()] {
+        for (size_t r = 0; r < output_lists.size(); ++r) {
+          int64_t offset = static_cast<int64_t>(r) * stride;
+          for (auto out : output_lists[r]) {
+            int64_t n = static_cast<int64_t>(byteCount(out));
+            out.copy_(flat.narrow(0, offset, n).view(out.scalar_type()).view(out.sizes()));
+            offset += n;
+          }
+        }
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::gatherParts(c10d::OpType type,
@@ -277,35 +254,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::gatherParts(c10d::OpType t
           out.copy_(part(flat, static_cast<int64_t>(r), out));
         }
       });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::scatter(
-    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
-    const c10d::ScatterOptions& opts) {
-  checkOne(outputs, "scatter");
-  checkRoot(opts.rootRank, size_, "scatter");
-  at::Tensor out = outputs[0];
-  bool is_root = opts.rootRank == rank_;
-  at::Tensor flat;
-  if (is_root) {
-    TORCH_CHECK_VALUE(inputs.size() == 1, "libreduce: scatter takes one input list on the root");
-    checkParts(inputs[0], out, size_, "scatter");
-    flat = flatHostConcat(inputs[0]);
-  } else {
-    TORCH_CHECK_VALUE(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()),
-                      "libreduce: scatter takes input tensors on the root only");
-    flat = at::empty({size_ * out.numel()}, out.options().device(at::kCPU));
-  }
-  // The root's list goes to every rank, each keeps its part.
-  int root = static_cast<int>(opts.rootRank);
-  int64_t me = rank_;
-  return launch(
-      c10d::OpType::SCATTER, "scatter",
-      [&](rdRequest_t* req) {
-        return rdBroadcastAsync(flat.data_ptr(), flat.data_ptr(), byteCount(flat), rdUint8, root,
-                                comm_, req);
-      },
-      outputs, {flat}, [out, flat, me]() mutable { out.copy_(part(flat, me, out)); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::reduce_scatter(

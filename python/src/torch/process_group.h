@@ -13,6 +13,7 @@
 #endif
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,24 +73,59 @@ class ProcessGroupLibreduce : public BackendBase {
                                                 const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
       at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& output_lists, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
+  // Point-to-point and what is built on it (process_group_p2p.cc): a send and a receive per
+  // peer, each operation with a tag of its own below 0, so they never take a user's message.
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_split_sizes,
+                                               std::vector<int64_t>& input_split_sizes,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  /**
+   * Every rank reports to rank 0, which waits for each up to the barrier's timeout and then
+   * releases them; rank 0 raises naming the ranks that did not come (the first one, unless
+   * @p wait_all_ranks), and the others raise when rank 0 does not release them.
+   */
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override;
+
  private:
+  using Post = std::function<rdResult_t(rdRequest_t*)>;
   // Posts through @p post and wraps the request in a work; a communicator that has already
   // failed gives a failed work, so the error surfaces in wait() like any other.
-  template <typename Post>
-  c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, const char* name, Post post,
+  c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, const char* name, const Post& post,
                                         std::vector<at::Tensor> outputs,
                                         std::vector<at::Tensor> keep_alive,
                                         std::function<void()> on_success);
+  // launch() for an operation of several requests: one work that ends when all have.
+  c10::intrusive_ptr<c10d::Work> launchAll(c10d::OpType type, const char* name,
+                                           const std::vector<Post>& posts,
+                                           std::vector<at::Tensor> outputs,
+                                           std::vector<at::Tensor> keep_alive,
+                                           std::function<void()> on_success);
 
-  // Every rank's @p input, in rank order, into @p outs (all-gather; gather: empty off the root).
+  // Every rank's @p input, in rank order, into @p outs (all-gather).
   c10::intrusive_ptr<c10d::Work> gatherParts(c10d::OpType type, const char* name,
                                              const at::Tensor& input, std::vector<at::Tensor> outs);
+  // A send (@p is_send) or receive of @p t with @p peer (or RD_ANY_SOURCE) under @p tag.
+  c10::intrusive_ptr<c10d::Work> pointToPoint(c10d::OpType type, const char* name, bool is_send,
+                                              at::Tensor t, int peer, int tag);
 
+  std::chrono::milliseconds timeout_;    // the group's
+  std::vector<uint8_t> barrier_tokens_;  // what the monitored barrier receives into
   rdComm_t comm_ = nullptr;
   // Declared last: destroyed first, so queued works complete before the communicator goes.
-  std::unique_ptr<CompletionThread> completions_;
+  std::unique_ptr<CompletionThreads> completions_;
 };
 
 }  // namespace rd::torch_backend

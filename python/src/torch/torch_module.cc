@@ -3,6 +3,7 @@
 #include <torch/csrc/utils/pybind.h>
 #include <torch/extension.h>
 
+#include "common/torch_backend_ops.h"
 #include "process_group.h"
 
 namespace py = pybind11;
@@ -24,4 +25,7 @@ PYBIND11_MODULE(_torch, m) {
            py::arg("unique_id"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
            py::arg("wire_dtype") = "");
   m.attr("TORCH_VERSION_MAJOR") = TORCH_VERSION_MAJOR;
+  py::dict supported;
+  for (const rd::TorchBackendOp& op : rd::kTorchBackendOps) supported[op.name] = op.how;
+  m.attr("SUPPORTED_OPS") = supported;
 }

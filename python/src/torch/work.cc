@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace rd::torch_backend {
@@ -19,12 +20,14 @@ std::exception_ptr failure(const std::string& name, const std::string& message) 
 
 }  // namespace
 
-LibreduceWork::LibreduceWork(int rank, c10d::OpType type, std::string name, rdRequest_t request,
-                             std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep_alive,
-                             std::function<void()> on_success)
+LibreduceWork::LibreduceWork(int rank, c10d::OpType type, std::string name,
+                             std::vector<rdRequest_t> requests, std::vector<at::Tensor> outputs,
+                             std::vector<at::Tensor> keep_alive, std::function<void()> on_success,
+                             std::string error)
     : c10d::Work(rank, type),
       name_(std::move(name)),
-      request_(request),
+      requests_(std::move(requests)),
+      post_error_(std::move(error)),
       outputs_(std::move(outputs)),
       keep_alive_(std::move(keep_alive)),
       on_success_(std::move(on_success)),
@@ -32,15 +35,12 @@ LibreduceWork::LibreduceWork(int rank, c10d::OpType type, std::string name, rdRe
 
 LibreduceWork::LibreduceWork(int rank, c10d::OpType type, std::string name,
                              const std::string& error)
-    : c10d::Work(rank, type),
-      name_(std::move(name)),
-      request_(nullptr),
-      future_(tensorListFuture()) {
+    : c10d::Work(rank, type), name_(std::move(name)), future_(tensorListFuture()) {
   finishWith(failure(name_, error));
 }
 
 LibreduceWork::~LibreduceWork() {
-  if (request_ != nullptr) rdRequestFree(request_);
+  for (rdRequest_t r : requests_) rdRequestFree(r);
 }
 
 bool LibreduceWork::isCompleted() {
@@ -73,14 +73,41 @@ c10::intrusive_ptr<c10::ivalue::Future> LibreduceWork::getFuture() {
   return future_;
 }
 
+int LibreduceWork::sourceRank() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(completed_ && source_rank_ >= 0, "libreduce ", name_,
+              ": sourceRank() is known once a receive has completed");
+  return source_rank_;
+}
+
+bool LibreduceWork::requestsDone() const {
+  return std::all_of(requests_.begin(), requests_.end(),
+                     [](rdRequest_t r) { return rdRequestTest(r) != rdInProgress; });
+}
+
+bool LibreduceWork::cancelReceives() {
+  bool all = true;
+  for (rdRequest_t r : requests_) {
+    if (rdRequestTest(r) != rdInProgress) continue;
+    all = rdRequestCancel(r) == rdSuccess && all;
+  }
+  return all;
+}
+
 void LibreduceWork::complete() {
-  rdResult_t status = rdRequestWait(request_, -1);  // bounded by the communicator's timeout
-  if (status != rdSuccess) {
-    std::string detail = rdGetLastError();
-    finishWith(failure(
-        name_, std::string(rdGetErrorString(status)) + (detail.empty() ? "" : ": " + detail)));
+  std::string error = post_error_;
+  for (rdRequest_t r : requests_) {
+    rdResult_t status = rdRequestWait(r, -1);  // bounded by the communicator's timeout
+    if (status != rdSuccess && error.empty()) {
+      std::string detail = rdGetLastError();
+      error = std::string(rdGetErrorString(status)) + (detail.empty() ? "" : ": " + detail);
+    }
+  }
+  if (!error.empty()) {
+    finishWith(failure(name_, error));
     return;
   }
+  if (requests_.size() == 1) rdRequestSource(requests_[0], &source_rank_);
   try {
     if (on_success_) on_success_();
   } catch (...) {
@@ -103,36 +130,84 @@ void LibreduceWork::finishWith(std::exception_ptr error) {
   finish(error);
 }
 
-CompletionThread::CompletionThread() : thread_([this] { run(); }) {}
+namespace {
 
-CompletionThread::~CompletionThread() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_one();
-  thread_.join();
+// A request's completion callback: wakes the completion threads (on the library's thread; it
+// only takes the state's lock) and drops its reference to the state.
+void wakeCompletionThreads(void* arg) {
+  auto* state = static_cast<std::shared_ptr<CompletionThreads::State>*>(arg);
+  { std::lock_guard<std::mutex> lock((*state)->mu); }
+  (*state)->cv.notify_all();
+  delete state;
 }
 
-void CompletionThread::enqueue(c10::intrusive_ptr<LibreduceWork> work) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(work));
-  }
-  cv_.notify_one();
+}  // namespace
+
+CompletionThreads::CompletionThreads() : state_(std::make_shared<State>()) {
+  state_->threads.emplace_back([state = state_] { run(state); });
 }
 
-void CompletionThread::run() {
+CompletionThreads::~CompletionThreads() {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  state_->stopping = true;
+  state_->cv.notify_all();
+  // Threads may start others while the queue drains: join until none is left.
+  while (!state_->threads.empty()) {
+    std::vector<std::thread> threads;
+    threads.swap(state_->threads);
+    lock.unlock();
+    for (auto& t : threads) {
+      if (t.get_id() == std::this_thread::get_id()) {
+        t.detach();  // this very thread: it returns once the work it completes is done
+      } else {
+        t.join();
+      }
+    }
+    lock.lock();
+  }
+}
+
+void CompletionThreads::enqueue(c10::intrusive_ptr<LibreduceWork> work) {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->queue.push_back(work);
+  }
+  // Registered after the work is queued: a request that already ended calls back at once.
+  for (rdRequest_t r : work->requests()) {
+    rdRequestSetCallback(r, wakeCompletionThreads, new std::shared_ptr<State>(state_));
+  }
+  state_->cv.notify_all();
+}
+
+c10::intrusive_ptr<LibreduceWork> CompletionThreads::takeFinished(State& state) {
+  for (auto it = state.queue.begin(); it != state.queue.end(); ++it) {
+    if ((*it)->requestsDone()) {
+      auto work = std::move(*it);
+      state.queue.erase(it);
+      return work;
+    }
+  }
+  return {};
+}
+
+void CompletionThreads::run(const std::shared_ptr<State>& state) {
+  std::unique_lock<std::mutex> lock(state->mu);
   for (;;) {
     c10::intrusive_ptr<LibreduceWork> work;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything posted is complete
-      work = std::move(queue_.front());
-      queue_.pop_front();
+    ++state->idle;
+    state->cv.wait(lock, [&] {
+      work = takeFinished(*state);
+      return work || (state->stopping && state->queue.empty());
+    });
+    --state->idle;
+    if (!work) return;  // stopping, and everything posted is complete
+    if (state->idle == 0 && state->threads.size() < kMaxThreads) {
+      state->threads.emplace_back([state] { run(state); });
     }
+    lock.unlock();
     work->complete();
+    work.reset();  // the last references may go here: outside the lock
+    lock.lock();
   }
 }
 

@@ -1,7 +1,8 @@
 """One rank of the core-binding tests: libreduce.Communicator.from_env() on numpy arrays.
 
   core_worker.py SCENARIO
-collectives  every collective, sync and async, several dtypes; prints "CORE OK".
+collectives  every collective, sync and async, several dtypes, and point-to-point messages;
+             prints "CORE OK".
 compressed   float32 all-reduce with LIBREDUCE_WIRE_DTYPE=bf16 and LIBREDUCE_DETERMINISTIC=1 in
              the environment: the bits of the float32 sum (rank order) of the inputs rounded to
              bfloat16, rounded once; prints "COMPRESSED OK".
@@ -40,6 +41,25 @@ def collectives(comm):
     buf = bytearray(b"root" if rank == size - 1 else b"\0\0\0\0")
     comm.broadcast(buf, root=size - 1)
     assert bytes(buf) == b"root"
+    # Point-to-point: around the ring, then every rank to rank 0 from any source.
+    nxt, prv = (rank + 1) % size, (rank - 1) % size
+    if size > 1:
+        sent = np.arange(6, dtype=np.float64) + 10 * rank
+        got = np.zeros(6)
+        req = comm.recv(got, prv, tag=2, async_op=True)
+        comm.send(sent, nxt, tag=2)
+        assert req.wait(timeout=30) and req.source == prv
+        assert np.array_equal(got, np.arange(6) + 10 * prv), got
+        if rank == 0:
+            senders = set()
+            for _ in range(size - 1):
+                one = np.zeros(1, dtype=np.int32)
+                sender = comm.recv(one, tag=3)
+                assert one[0] == 100 + sender, (one, sender)
+                senders.add(sender)
+            assert senders == set(range(1, size)), senders
+        else:
+            comm.send(np.array([100 + rank], dtype=np.int32), 0, tag=3)
     comm.barrier()
     assert comm.async_error() is None
     print("CORE OK")

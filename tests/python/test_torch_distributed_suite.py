@@ -1,0 +1,62 @@
+"""PyTorch's own distributed test suite (torch.testing._internal.distributed.distributed_test)
+with BACKEND=libreduce, through real reducers and on the ring: every test of the collective and
+point-to-point families that passes with gloo on this machine (torch_suite/gloo_reference.json)
+passes, or is skipped by a check that names other backends (GATED). The whole file is a report
+under bench/results (torch_suite/README.md)."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, has_torch_backend
+
+pytestmark = pytest.mark.skipif(not has_torch_backend(), reason="built without torch")
+
+SUITE = pathlib.Path(__file__).resolve().parent / "torch_suite"
+FAMILIES = ("send_recv", "isend", "irecv", "batch_isend_irecv", "all_reduce", "broadcast",
+            "reduce", "all_gather", "gather", "scatter", "barrier", "all_to_all")
+# Skips by name: the suite runs these only for the backends it names.
+GATED = {
+    "Test requires backend to be one of {'gloo'}",
+    "Test requires backend to be one of {'gloo', 'nccl'}",
+    "Only gloo backend supports timeouts",
+    "GLOO Batch Send Recv CPU",
+    "get_future is only supported on mpi, nccl and gloo",
+    "Only Gloo backend support sparse all reduce",
+}
+
+
+def gloo_passes():
+    reference = json.loads((SUITE / "gloo_reference.json").read_text())
+    return sorted(name for name, result in reference.items()
+                  if result == "passed" and any("test_" + f in name for f in FAMILIES))
+
+
+@pytest.mark.parametrize("reducer_count", [2, 0], ids=["reducers", "ring"])
+def test_every_test_gloo_passes_passes_or_is_gated_by_name(tmp_path, reducer_count):
+    names = gloo_passes()
+    assert len(names) > 80, "the reference lost its tests"
+    (tmp_path / "names").write_text("\n".join(names))
+    out = tmp_path / "outcomes.json"
+    env = dict(os.environ, LIBREDUCE_BUILD_DIR=str(BUILD))
+    command = [sys.executable, str(SUITE / "distributed_suite.py"), "--backend", "libreduce",
+               "--reducers", str(reducer_count), "--names", str(tmp_path / "names"), "--json",
+               str(out)]
+    run = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, timeout=1200)
+    assert out.exists(), run.stdout[-5000:]
+    outcomes = json.loads(out.read_text())
+    broken = {}
+    for name in names:
+        got = outcomes.get(name, {"result": "not run"})
+        if got["result"] == "passed":
+            continue
+        if got["result"] == "skipped" and (got.get("message") in GATED or
+                                           "not support DistributedDataParallel" in got["message"]):
+            continue
+        broken[name] = got
+    assert not broken, json.dumps(broken, indent=1)[-8000:]
