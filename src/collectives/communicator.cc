@@ -385,16 +385,17 @@ rdResult_t Communicator::postAs(const OpDesc& asked, rdAlgorithm_t algorithm,
   *request = req;
   transport_->post([this, desc, req, entry] {
     uint64_t seq = next_seq_++;
-    {
-      std::lock_guard<std::mutex> lock(failure_mu_);
-      if (failure_status_ != rdSuccess) {
-        req->complete(failure_status_, failure_);
-        return;
-      }
-    }
+    if (completeIfFailed(*req)) return;
     startOp(entry->make(this, desc, seq, req));
   });
   return rdSuccess;
+}
+
+bool Communicator::completeIfFailed(Request& request) {
+  std::lock_guard<std::mutex> lock(failure_mu_);
+  if (failure_status_ == rdSuccess) return false;
+  request.complete(failure_status_, failure_);
+  return true;
 }
 
 rdResult_t Communicator::postPointToPoint(bool is_send, const P2PDesc& desc,
@@ -404,13 +405,7 @@ rdResult_t Communicator::postPointToPoint(bool is_send, const P2PDesc& desc,
   auto req = std::make_shared<Request>();
   *request = req;
   transport_->post([this, is_send, desc, req] {
-    {
-      std::lock_guard<std::mutex> lock(failure_mu_);
-      if (failure_status_ != rdSuccess) {
-        req->complete(failure_status_, failure_);
-        return;
-      }
-    }
+    if (completeIfFailed(*req)) return;
     if (is_send) {
       p2p_->send(desc, req);
     } else {

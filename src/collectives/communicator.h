@@ -169,6 +169,8 @@ class Communicator {
   // Posts @p desc to run with @p algorithm (or what selectAlgorithm picks for it).
   rdResult_t postAs(const OpDesc& desc, rdAlgorithm_t algorithm, std::shared_ptr<Request>* request);
   void reapFinished();
+  // Completes @p request with the communicator's failure, if it has failed (progress thread).
+  bool completeIfFailed(Request& request);
   std::vector<std::shared_ptr<Operation>> snapshot() const;
   int linkOf(transport::ConnId conn) const;
   /**

@@ -73,7 +73,7 @@ void PointToPoint::send(const P2PDesc& desc, std::shared_ptr<Request> request) {
   const uint64_t seq = p.next_send_seq++;
   const auto key = std::make_pair(to, seq);
   const auto timeout = std::chrono::milliseconds(comm_->config().timeout_ms);
-  sends_[key] = PendingSend{to, desc.tag, seq, pieces, Clock::now() + timeout, std::move(request)};
+  sends_[key] = PendingSend{desc.tag, pieces, Clock::now() + timeout, std::move(request)};
   for (uint32_t i = 0; i < pieces; ++i) {
     wire::Header h = comm_->header(wire::MsgType::kP2P, Communicator::kNoReducer);
     h.dtype = static_cast<uint8_t>(desc.dtype);
@@ -288,9 +288,8 @@ void PointToPoint::onMessage(transport::ConnId conn, const wire::Header& h,
     m.tag = h.root;
     m.dtype = static_cast<rdDataType_t>(h.dtype);
     m.count = h.count;
-    m.bytes = h.count * dtypeSize(m.dtype);
     m.piece_bytes = h.chunk_bytes;
-    m.pieces = pieceCount(m.bytes, m.piece_bytes);
+    m.pieces = pieceCount(h.count * dtypeSize(m.dtype), m.piece_bytes);
     m.arrival = arrivals_++;
     m.seen.assign(m.pieces, 0);
   }
@@ -399,7 +398,7 @@ void PointToPoint::onTick(Clock::time_point now) {
       continue;
     }
     it->second.request->complete(
-        rdTimeout, describe("send to", static_cast<int32_t>(it->second.peer), it->second.tag) +
+        rdTimeout, describe("send to", static_cast<int32_t>(it->first.first), it->second.tag) +
                        ": not received" + within);
     it = sends_.erase(it);
   }

@@ -70,10 +70,8 @@ class PointToPoint {
   void failAll(rdResult_t status, const std::string& reason);
 
  private:
-  struct PendingSend {
-    uint32_t peer;
+  struct PendingSend {  // keyed by (peer, message number)
     uint32_t tag;
-    uint64_t seq;
     uint32_t pieces_left;
     Clock::time_point deadline;
     std::shared_ptr<Request> request;
@@ -88,7 +86,6 @@ class PointToPoint {
     uint32_t tag = 0;
     rdDataType_t dtype = rdUint8;
     uint64_t count = 0;
-    uint64_t bytes = 0;
     uint64_t piece_bytes = 0;
     uint32_t pieces = 0;
     uint64_t arrival = 0;       // order among every sender's messages, for receives from any rank
