@@ -27,6 +27,7 @@ if ((!fast)); then
 fi
 
 summaries=()
+failures=()  # the names of what failed, printed last (where a log's tail shows them)
 # capture LOG COMMAND...: runs COMMAND with its output on the terminal and in LOG; its status.
 capture() {
   local log=$1
@@ -47,6 +48,9 @@ run_ctest() {  # run_ctest LABEL BUILD_DIR [ctest args...]
   local skipped
   skipped=$(grep -c -E '^[[:space:]]*[0-9]+ - .*\(Skipped\)$' "$log" || true)
   summaries+=("$label: $(grep -E 'tests passed|tests failed' "$log" | tail -1) ($skipped skipped)")
+  # CTest lists what failed after "The following tests FAILED:", one per line.
+  while read -r line; do failures+=("$label: $line"); done < <(
+    sed -n '/^The following tests FAILED:/,$p' "$log" | grep -E '^[[:space:]]+[0-9]+ - ' || true)
   rm -f "$log"
   return "$rc"
 }
@@ -65,6 +69,13 @@ run_gtest() {
   skipped=$(grep -oE '^\[  SKIPPED \] [0-9]+' "$log" | grep -oE '[0-9]+$' || true)
   ran=${ran:-0} passed=${passed:-0} skipped=${skipped:-0}
   summaries+=("$label: $((ran - passed - skipped)) tests failed out of $ran ($skipped skipped)")
+  while read -r line; do failures+=("$label: $line"); done < <(
+    grep -E '^\[  FAILED  \] [A-Za-z_0-9/.]+' "$log" | grep -v ' listed below' |
+      sed -E 's/ \([0-9]+ ms\)$//' | sort -u || true)
+  if [[ $ran -eq 0 ]]; then  # it stopped before the end: say in which test, and why if it said
+    failures+=("$label: did not finish; last started: $(grep -E '^\[ RUN      \]' "$log" | tail -1)")
+    failures+=("$label: $(grep -m1 -E 'ThreadSanitizer|AddressSanitizer|runtime error|Segmentation' "$log" || true)")
+  fi
   rm -f "$log"
   [[ $ran -gt 0 ]] || return 1
   return "$rc"
@@ -76,7 +87,7 @@ run_pytest() {
   local log rc=0
   log=$(mktemp)
   capture "$log" env LIBREDUCE_BUILD_DIR=build /usr/bin/python3 -m pytest -p no:cacheprovider \
-    -rs tests/python || rc=$?
+    -rfEs tests/python || rc=$?
   local last count p=0 f=0 s=0
   last=$(grep -E '^=+ .*(passed|failed|error|skipped).* in [0-9.]+s' "$log" | tail -1 || true)
   for kind in passed failed error skipped; do
@@ -89,6 +100,8 @@ run_pytest() {
   done
   # Same shape as CTest's line, so the totals below add both suites.
   summaries+=("python (pytest): $p passed; $f tests failed out of $((p + f + s)) ($s skipped)")
+  while read -r line; do failures+=("python: ${line:0:300}"); done < <(
+    grep -E '^(FAILED|ERROR) ' "$log" || true)
   rm -f "$log"
   [[ -n $last ]] || return 1
   return "$rc"
@@ -161,5 +174,6 @@ for line in "${summaries[@]}"; do
     status=1  # a run that printed no summary did not finish
   fi
 done
+((${#failures[@]} == 0)) || printf 'failed: %s\n' "${failures[@]}"
 echo "test.sh: $passed passed, $failed failed, $skipped skipped"
 exit "$status"
