@@ -98,6 +98,8 @@ rdResult_t configFromSettings(CommConfig* config) {
   config->window = static_cast<uint32_t>(value);
   RD_CHECK(settings::readInt(Id::kTimeoutMs, &value));
   config->timeout_ms = static_cast<uint32_t>(value);
+  RD_CHECK(settings::readInt(Id::kHeartbeatMs, &value));
+  config->heartbeat_ms = static_cast<uint32_t>(value);
   RD_CHECK(settings::readInt(Id::kDeterministic, &value));
   config->deterministic = value != 0;
   std::string wire;

@@ -87,6 +87,7 @@ void Communicator::sendHello(uint32_t index) {
   body.spread = std::max<uint32_t>(1, dataReducers());
   body.timeout_ms = config_.timeout_ms;
   body.algorithm = static_cast<uint32_t>(config_.algorithm);
+  body.heartbeat_ms = limits::heartbeatPeriodMs(config_.heartbeat_ms);
   std::memcpy(body.nonce, link.nonce.data(), link.nonce.size());
   auto text = std::make_shared<std::string>(wire::encodeHello(body, listen_address_));
   wire::Header h = header(wire::MsgType::kHello, index);
@@ -216,7 +217,9 @@ void Communicator::onMessage(transport::ConnId conn, const void* header, size_t 
             "malformed message from " + from + ": " + (why.empty() ? "another communicator" : why));
     return;
   }
+  if (link >= 0) links_[link].last_heard = Clock::now();
   auto type = static_cast<wire::MsgType>(h.type);
+  if (type == wire::MsgType::kHeartbeat) return;  // it counted above
   if (type == wire::MsgType::kP2P) {
     p2p_->onMessage(conn, h, p);
     return;
@@ -312,6 +315,7 @@ void Communicator::onTick() {
   auto now = Clock::now();
   if (holding_failure_ && now >= notice_deadline_) releaseFailure();
   if (hellos_sent_ && joined_links_ < links_.size()) retryConnections(now);
+  heartbeat(now);
   for (auto& op : snapshot()) op->onTick(now);
   p2p_->onTick(now);
   reapFinished();

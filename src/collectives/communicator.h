@@ -33,6 +33,7 @@ struct CommConfig {
   uint32_t window = 0;               // 0 = auto
   uint64_t ingress_bytes = 1 << 20;  // LIBREDUCE_INGRESS_BYTES
   uint32_t timeout_ms = 60000;
+  uint32_t heartbeat_ms = 5000;  // LIBREDUCE_HEARTBEAT_MS; 0 = none
   // As asked for until the communicator is created, which resolves it once (never auto after).
   rdAlgorithm_t algorithm = rdAlgoDefault;
   bool deterministic = false;
@@ -111,7 +112,8 @@ class Communicator {
     uint32_t epoch = 0;
     auth::Nonce nonce{};
     bool welcomed = false;
-    Clock::time_point retry_at{};  // reconnect then (join only)
+    Clock::time_point retry_at{};    // reconnect then (join only)
+    Clock::time_point last_heard{};  // the last message from it (heartbeats included)
     std::string last_error;
   };
   transport::Transport& transport() { return *transport_; }
@@ -163,6 +165,9 @@ class Communicator {
   void onReducerMessage(uint32_t link, const wire::Header& h, transport::Payload& p);
   void onReducerError(const wire::Header& h, transport::Payload& p);
   void onTick();
+  // Sends this rank's heartbeats and fails the communicator on a reducer that stopped sending
+  // its own (comm_heartbeat.cc).
+  void heartbeat(Clock::time_point now);
   void startOp(const std::shared_ptr<Operation>& op);
   // Whether the tuner picks the algorithm of @p desc (auto, with reducers, an all-reduce).
   bool tuned(const OpDesc& desc) const;
@@ -199,8 +204,9 @@ class Communicator {
   std::map<uint32_t, auth::Nonce> reducer_nonces_;
   std::shared_ptr<Request> join_request_;
 
-  uint64_t next_seq_ = 0;  // progress thread
-  std::mutex tuner_mu_;    // callers of post() that go through the tuner, one at a time
+  Clock::time_point heartbeat_sent_{};  // progress thread
+  uint64_t next_seq_ = 0;               // progress thread
+  std::mutex tuner_mu_;  // callers of post() that go through the tuner, one at a time
   AutoTuner tuner_;
   std::map<uint64_t, std::shared_ptr<Operation>> ops_;
   // Ring messages that arrive before their operation was posted here.

@@ -22,6 +22,13 @@ constexpr uint32_t kMaxWindow = 64;
 
 /** Longest wait for a peer (LIBREDUCE_TIMEOUT_MS). */
 constexpr uint32_t kMinTimeoutMs = 100;
+// A heartbeat period (LIBREDUCE_HEARTBEAT_MS) is at least this: peers look at their clocks once
+// per progress tick (100 ms), and a period must hold several heartbeats.
+constexpr uint32_t kMinHeartbeatMs = 200;
+/** The heartbeat period a setting of @p ms gives: 0 (none) or at least kMinHeartbeatMs. */
+constexpr uint32_t heartbeatPeriodMs(uint32_t ms) {
+  return ms == 0 ? 0 : (ms < kMinHeartbeatMs ? kMinHeartbeatMs : ms);
+}
 constexpr uint32_t kMaxTimeoutMs = 86400000;
 
 /** Largest element count one operation may announce: keeps every byte offset below 2^62. */

@@ -176,6 +176,19 @@ constexpr Setting kTable[] = {
      .min = limits::kMinTimeoutMs,
      .max = limits::kMaxTimeoutMs,
      .choices = {}},
+    {.id = Id::kHeartbeatMs,
+     .name = "heartbeat_ms",
+     .env = "LIBREDUCE_HEARTBEAT_MS",
+     .kind = Kind::kInt,
+     .default_value = "5000",
+     .description = "Workers and reducers send each other a heartbeat 4 times per period; a peer "
+                    "that sent nothing for a whole period is frozen or cut off, and is reported "
+                    "by name long before LIBREDUCE_TIMEOUT_MS (the reducers' value is the first "
+                    "rank's). 0: no heartbeats, silence is found by the timeout alone; under "
+                    "200 counts as 200.",
+     .min = 0,
+     .max = limits::kMaxTimeoutMs,
+     .choices = {}},
     {.id = Id::kDeterministic,
      .name = "deterministic",
      .env = "LIBREDUCE_DETERMINISTIC",

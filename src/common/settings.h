@@ -28,6 +28,7 @@ enum class Id : int {
   kChunkBytes,
   kWindow,
   kTimeoutMs,
+  kHeartbeatMs,
   kDeterministic,
   kListenHost,
   kSpinUs,

@@ -38,7 +38,7 @@ Header makeHeader(MsgType type, uint64_t comm_id, uint32_t epoch, uint32_t rank,
 const char* typeName(uint8_t type) {
   static const char* const kNames[] = {"invalid", "hello",  "challenge", "auth",   "welcome",
                                        "joined",  "reject", "data",      "result", "ack",
-                                       "error",   "leave",  "ring",      "p2p"};
+                                       "error",   "leave",  "ring",      "p2p",    "heartbeat"};
   return type <= static_cast<uint8_t>(MsgType::kLast) ? kNames[type] : "invalid";
 }
 
@@ -69,6 +69,9 @@ rdResult_t parseHeader(const void* data, size_t len, size_t payload_len, Header*
     return reject(why, "rank count " + std::to_string(h.nranks) + " out of range");
   }
   if (h.rank >= h.nranks) return reject(why, "rank " + std::to_string(h.rank) + " out of range");
+  if (type == MsgType::kHeartbeat && h.payload_bytes != 0) {
+    return reject(why, "heartbeat with a payload");
+  }
   if (h.payload_bytes > payloadCap(type)) {
     return reject(why, "payload of " + std::to_string(h.payload_bytes) + " bytes over the cap");
   }
@@ -111,6 +114,9 @@ rdResult_t decodeHello(const void* data, size_t len, HelloBody* out, std::string
   }
   if (!validAlgorithm(static_cast<int>(body.algorithm))) {
     return reject(why, "algorithm " + std::to_string(body.algorithm) + " out of range");
+  }
+  if (body.heartbeat_ms > limits::kMaxTimeoutMs || body.reserved != 0) {
+    return reject(why, "heartbeat period " + std::to_string(body.heartbeat_ms) + " out of range");
   }
   address->assign(static_cast<const char*>(data) + sizeof body, body.address_len);
   *out = body;

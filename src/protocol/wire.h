@@ -19,7 +19,8 @@ constexpr uint32_t kMagic = 0x31584452;  // "RDX1" in memory order
 // 4: Header.chunk_bytes: the chunk size is chosen per operation; HelloBody.chunk_bytes its cap.
 // 5: wire compression (protocol/compression.h): kFlagWideSum, kFlagWireBf16 / kFlagWireFp16.
 // 6: point-to-point messages between workers (kP2P).
-constexpr uint16_t kVersion = 6;
+// 7: heartbeats (kHeartbeat) and HelloBody.heartbeat_ms.
+constexpr uint16_t kVersion = 7;
 // Hard cap on any payload: a chunk (LIBREDUCE_CHUNK_BYTES range).
 constexpr uint64_t kMaxPayloadBytes = limits::kMaxChunkBytes;
 constexpr uint64_t kMaxControlBytes = 64ull << 10;
@@ -41,20 +42,21 @@ constexpr uint32_t kRingHelloChunk = UINT32_MAX;
 constexpr uint64_t kP2PPieceBytes = 8ull << 20;
 
 enum class MsgType : uint8_t {
-  kHello = 1,      // worker -> reducer: join request (HelloBody)
-  kChallenge = 2,  // reducer -> worker: reducer nonce (ChallengeBody)
-  kAuth = 3,       // worker -> reducer: HMAC over both nonces (MacBody)
-  kWelcome = 4,    // reducer -> worker: authenticated, reducer's own proof (MacBody)
-  kJoined = 5,     // reducer -> worker: every rank joined; payload = the ranks' addresses
-  kReject = 6,     // either way: join refused; payload = reason text; status in `status`
-  kData = 7,       // worker -> reducer: one chunk contribution
-  kResult = 8,     // reducer -> worker: one chunk result
-  kAck = 9,        // reducer -> contributor that receives no result (reduce-scatter)
-  kError = 10,     // reducer -> worker: operation `seq` failed; payload = reason text
-  kLeave = 11,     // worker -> reducer: rank leaves the communicator (destroy / abort)
-  kRing = 12,      // worker -> worker: one piece of a ring all-reduce step
-  kP2P = 13,       // worker -> worker: one piece of a point-to-point message (P2PFields)
-  kLast = kP2P
+  kHello = 1,       // worker -> reducer: join request (HelloBody)
+  kChallenge = 2,   // reducer -> worker: reducer nonce (ChallengeBody)
+  kAuth = 3,        // worker -> reducer: HMAC over both nonces (MacBody)
+  kWelcome = 4,     // reducer -> worker: authenticated, reducer's own proof (MacBody)
+  kJoined = 5,      // reducer -> worker: every rank joined; payload = the ranks' addresses
+  kReject = 6,      // either way: join refused; payload = reason text; status in `status`
+  kData = 7,        // worker -> reducer: one chunk contribution
+  kResult = 8,      // reducer -> worker: one chunk result
+  kAck = 9,         // reducer -> contributor that receives no result (reduce-scatter)
+  kError = 10,      // reducer -> worker: operation `seq` failed; payload = reason text
+  kLeave = 11,      // worker -> reducer: rank leaves the communicator (destroy / abort)
+  kRing = 12,       // worker -> worker: one piece of a ring all-reduce step
+  kP2P = 13,        // worker -> worker: one piece of a point-to-point message (P2PFields)
+  kHeartbeat = 14,  // either way between a worker and a reducer: still here (no payload)
+  kLast = kHeartbeat
 };
 
 enum class Coll : uint8_t {
@@ -132,6 +134,8 @@ struct HelloBody {
   uint32_t address_len = 0;  // bytes of the address text that follows the fixed part
   uint32_t spread = 1;       // reducers the worker spreads each operation over (>= 1)
   uint32_t algorithm = 0;    // the communicator's resolved rdAlgorithm_t (auto: rs or ring by size)
+  uint32_t heartbeat_ms = 0;  // LIBREDUCE_HEARTBEAT_MS of the rank; 0 = no heartbeats
+  uint32_t reserved = 0;      // 0
   uint8_t nonce[kNonceBytes] = {};
   // followed by address_len bytes: the worker's ring listen address "host:port" (may be empty)
 };

@@ -60,11 +60,12 @@ std::string describe(const wire::Header& h) {
 
 }  // namespace
 
-ReduceComm::ReduceComm(const wire::CommShape& shape, uint32_t timeout_ms, uint16_t flags,
-                       transport::Transport* transport, BufferPool* pool, Executor* executor,
-                       std::string reducer_name)
+ReduceComm::ReduceComm(const wire::CommShape& shape, uint32_t timeout_ms, uint32_t heartbeat_ms,
+                       uint16_t flags, transport::Transport* transport, BufferPool* pool,
+                       Executor* executor, std::string reducer_name)
     : shape_(shape),
       timeout_ms_(timeout_ms),
+      heartbeat_ms_(heartbeat_ms),
       flags_(flags),
       transport_(transport),
       pool_(pool),
@@ -461,6 +462,26 @@ void ReduceComm::checkTimeouts(Clock::time_point now) {
            who + " did not deliver chunk " + std::to_string(key.second) + " of operation " +
                std::to_string(key.first) + " within " + std::to_string(timeout_ms_) + " ms");
     return;  // failOp changed slots_; the next tick looks again
+  }
+}
+
+void ReduceComm::heartbeat(Clock::time_point now) {
+  if (heartbeat_ms_ == 0 || shape_.epoch == 0 || failed()) return;
+  const auto period = std::chrono::milliseconds(heartbeat_ms_);
+  if (now - heartbeat_sent_ >= period / 4) {
+    heartbeat_sent_ = now;
+    wire::Header h =
+        wire::makeHeader(wire::MsgType::kHeartbeat, shape_.comm_id, shape_.epoch, 0, shape_.nranks);
+    for (uint32_t r = 0; r < shape_.nranks; ++r) sendTo(r, h);
+  }
+  for (uint32_t r = 0; r < shape_.nranks; ++r) {
+    if (ranks_[r].conn == 0 || left_[r] != 0 || now - ranks_[r].last_heard < period) continue;
+    auto silent_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - ranks_[r].last_heard).count();
+    fail(rdTimeout, "rank " + std::to_string(r) + " sent nothing for " + std::to_string(silent_ms) +
+                        " ms (LIBREDUCE_HEARTBEAT_MS " + std::to_string(heartbeat_ms_) +
+                        "): it is frozen, or the network to it is down");
+    return;
   }
 }
 

@@ -30,13 +30,15 @@ struct RankLink {
   transport::ConnId conn = 0;         // contributions, control and errors; 0 once gone
   transport::ConnId result_conn = 0;  // results (the rank's result channel); 0 until joined
   bool joined = false;
-  std::string address;  // the rank's ring listen address
+  std::string address;             // the rank's ring listen address
+  Clock::time_point last_heard{};  // the last message from it on either connection
 };
 
 class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
  public:
-  ReduceComm(const wire::CommShape& shape, uint32_t timeout_ms, uint16_t flags,
-             transport::Transport* transport, BufferPool* pool, Executor* executor,
+  /** @p heartbeat_ms: the period of heartbeats each way (limits::heartbeatPeriodMs); 0 none. */
+  ReduceComm(const wire::CommShape& shape, uint32_t timeout_ms, uint32_t heartbeat_ms,
+             uint16_t flags, transport::Transport* transport, BufferPool* pool, Executor* executor,
              std::string reducer_name);
   ~ReduceComm();
 
@@ -68,6 +70,12 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   /** Fails the operations whose slots waited longer than the timeout, naming missing ranks. */
   void checkTimeouts(Clock::time_point now);
 
+  /**
+   * Once joined: sends the ranks their heartbeats, 4 per period, and fails the communicator when
+   * a rank still in it sent nothing for a whole period (frozen or cut off), naming it.
+   */
+  void heartbeat(Clock::time_point now);
+
   /** Join progress, kept by the server. */
   uint32_t joined = 0;
   Clock::time_point join_deadline;
@@ -76,6 +84,7 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   wire::CommShape& mutableShape() { return shape_; }
   std::vector<RankLink>& ranks() { return ranks_; }
   uint32_t timeoutMs() const { return timeout_ms_; }
+  uint32_t heartbeatMs() const { return heartbeat_ms_; }
   uint16_t flags() const { return flags_; }
   bool failed() const { return !failure_.empty(); }
   size_t slotCount() const { return slots_.size(); }
@@ -110,6 +119,8 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
 
   wire::CommShape shape_;
   uint32_t timeout_ms_;
+  uint32_t heartbeat_ms_;
+  Clock::time_point heartbeat_sent_{};
   uint16_t flags_;
   transport::Transport* transport_;
   BufferPool* pool_;

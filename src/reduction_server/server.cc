@@ -129,6 +129,8 @@ void ReductionServer::onMessage(transport::ConnId conn, const void* header, size
   }
   auto type = static_cast<wire::MsgType>(h.type);
   using State = Peer::State;
+  if (peer.state == State::kJoined) peer.comm->ranks()[peer.hello.rank].last_heard = Clock::now();
+  if (type == wire::MsgType::kHeartbeat && peer.state == State::kJoined) return;  // counted
   if (type == wire::MsgType::kHello && peer.state == State::kNew) {
     onHello(conn, peer, h, payload);
   } else if (type == wire::MsgType::kAuth && peer.state == State::kChallenged) {
@@ -217,8 +219,9 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
                           peer.body.algorithm};
     uint32_t timeout =
         std::clamp<uint32_t>(peer.body.timeout_ms, limits::kMinTimeoutMs, limits::kMaxTimeoutMs);
-    comm = std::make_shared<ReduceComm>(shape, timeout, flags, transport_.get(), &pool_,
-                                        executor_.get(), address_);
+    comm = std::make_shared<ReduceComm>(shape, timeout,
+                                        limits::heartbeatPeriodMs(peer.body.heartbeat_ms), flags,
+                                        transport_.get(), &pool_, executor_.get(), address_);
     comm->join_deadline = Clock::now() + std::chrono::milliseconds(timeout);
     comms_[h.comm_id] = comm;
     RD_LOG_INFO("reducer %s: comm %016llx: first rank joining (%u ranks, timeout %u ms)",
@@ -235,6 +238,10 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
       problem =
           "its largest chunk (LIBREDUCE_CHUNK_BYTES, _WINDOW, _INGRESS_BYTES), "
           "LIBREDUCE_DETERMINISTIC or LIBREDUCE_WIRE_DTYPE differs from the other ranks'";
+    } else if (comm->heartbeatMs() != limits::heartbeatPeriodMs(peer.body.heartbeat_ms)) {
+      // Each rank sends at its own period: the reducer must expect the same of all.
+      problem = "its LIBREDUCE_HEARTBEAT_MS (" + std::to_string(peer.body.heartbeat_ms) +
+                ") differs from the other ranks' (" + std::to_string(comm->heartbeatMs()) + ")";
     } else if (comm->shape().spread != peer.body.spread) {
       problem = "its reducer list has " + std::to_string(peer.body.spread) +
                 " reducers, the other ranks' " + std::to_string(comm->shape().spread);
@@ -264,6 +271,7 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
   peer.state = Peer::State::kJoined;
   if (++comm->joined < 2 * h.nranks) return;  // every rank's data and result channel
   comm->mutableShape().epoch = next_epoch_++;
+  for (RankLink& rank : comm->ranks()) rank.last_heard = Clock::now();
   std::vector<std::string> addresses;
   for (const auto& rank : comm->ranks()) addresses.push_back(rank.address);
   std::string list = wire::encodeAddresses(addresses.data(), h.nranks);
@@ -392,6 +400,7 @@ void ReductionServer::onTick() {
                                 std::to_string(comm->timeoutMs()) + " ms");
     }
     comm->checkTimeouts(now);
+    comm->heartbeat(now);
     ++it;
   }
   drainWaiting();

@@ -15,7 +15,7 @@ NRANKS = 4
 CHUNK_BYTES = 4096  # the frames' chunk size, and the shape's cap
 
 MAGIC = 0x31584452
-VERSION = 6  # wire::kVersion
+VERSION = 7  # wire::kVersion
 HELLO, JOINED, DATA = 1, 5, 7
 ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST = 0, 1, 2, 3
 INT8, FLOAT32, BFLOAT16 = 0, 7, 9
@@ -50,10 +50,10 @@ RS = 1  # rdAlgoReductionServer
 
 
 def hello(address):
-    # wire::HelloBody: chunk_bytes timeout_ms address_len spread algorithm nonce[32], then the
-    # address text.
-    body = (struct.pack("<QIIII", CHUNK_BYTES, 30000, len(address), 1, RS) + bytes(range(32)) +
-            address)
+    # wire::HelloBody: chunk_bytes timeout_ms address_len spread algorithm heartbeat_ms reserved
+    # nonce[32], then the address text.
+    body = (struct.pack("<QIIIIII", CHUNK_BYTES, 30000, len(address), 1, RS, 5000, 0) +
+            bytes(range(32)) + address)
     return header(HELLO, 0, body, epoch=0, seq=0)
 
 

@@ -128,6 +128,46 @@ TEST(ReducerFault, FirstRankToSeeAFaultTellsTheOthersTheCause) {
   Cluster::signal(r[1].process, SIGKILL);
 }
 
+// With a minute's timeout, a frozen peer is found by its missing heartbeats
+// (LIBREDUCE_HEARTBEAT_MS): a reducer by every rank, a rank by the reducers, who tell the others.
+constexpr int kHeartbeatMs = 1000;
+const std::map<std::string, std::string> kHeartbeatOnly = {
+    {"LIBREDUCE_TIMEOUT_MS", "60000"}, {"LIBREDUCE_HEARTBEAT_MS", std::to_string(kHeartbeatMs)}};
+
+void expectNamedWithinHeartbeat(Cluster& cluster, const std::vector<Process*>& survivors,
+                                Clock::time_point fault, const std::string& culprit) {
+  ASSERT_TRUE(cluster.wait(survivors, seconds(30))) << joinedOutput(survivors);
+  for (Process* p : survivors) {
+    EXPECT_EQ(p->status, 2) << p->output;
+    EXPECT_NE(p->output.find(culprit), std::string::npos) << p->output;
+    EXPECT_NE(p->output.find("sent nothing for"), std::string::npos) << p->output;
+    auto took = std::chrono::duration_cast<milliseconds>(p->ended - fault).count();
+    EXPECT_LE(took, 5 * kHeartbeatMs) << p->output;
+  }
+}
+
+TEST(Heartbeat, FrozenReducerIsNamedWithinTheHeartbeatNotTheTimeout) {
+  Cluster cluster;
+  auto r = cluster.startReducers(2);
+  auto w = cluster.startWorkers(3, Cluster::addresses(r), kLongRun, kHeartbeatOnly);
+  waitUnderWay(cluster, w);
+  auto fault = Clock::now();
+  Cluster::signal(r[1].process, SIGSTOP);
+  expectNamedWithinHeartbeat(cluster, w, fault, r[1].address);
+  Cluster::signal(r[1].process, SIGKILL);
+}
+
+TEST(Heartbeat, FrozenWorkerIsNamedWithinTheHeartbeatNotTheTimeout) {
+  Cluster cluster;
+  auto r = cluster.startReducers(2);
+  auto w = cluster.startWorkers(3, Cluster::addresses(r), kLongRun, kHeartbeatOnly);
+  waitUnderWay(cluster, w);
+  auto fault = Clock::now();
+  Cluster::signal(w[2], SIGSTOP);
+  expectNamedWithinHeartbeat(cluster, {w[0], w[1]}, fault, "rank 2");
+  Cluster::signal(w[2], SIGKILL);
+}
+
 TEST(BadInput, MismatchedCountDtypeOrOpIsReportedNotHung) {
   struct Case {
     const char* name;

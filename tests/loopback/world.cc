@@ -75,6 +75,7 @@ coll::CommConfig World::config(int r) const {
   c.chunk_bytes = options_.chunk_bytes;
   c.window = options_.window;
   c.timeout_ms = options_.timeout_ms;
+  c.heartbeat_ms = options_.heartbeat_ms;
   c.algorithm = options_.algorithm;
   c.deterministic = options_.deterministic;
   c.wire_dtype = options_.wire_dtype;

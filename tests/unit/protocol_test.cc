@@ -93,7 +93,7 @@ TEST(WireHeader, HasNoPadding) {
                   sizeof h.seq + sizeof h.count + sizeof h.chunk + sizeof h.status +
                   sizeof h.payload_bytes;
   EXPECT_EQ(fields, sizeof(Header));
-  EXPECT_EQ(sizeof(HelloBody), sizeof(uint64_t) + 4 * sizeof(uint32_t) + kNonceBytes);
+  EXPECT_EQ(sizeof(HelloBody), sizeof(uint64_t) + 6 * sizeof(uint32_t) + kNonceBytes);
 }
 
 TEST(WireHeader, MakeHeaderStampsIdentity) {
@@ -254,6 +254,13 @@ TEST(WireHeader, ControlTypesTakePayloadsUpToTheControlCap) {
   }
 }
 
+TEST(WireHeader, HeartbeatsCarryNoPayload) {
+  Header h = makeHeader(MsgType::kHeartbeat, kCommId, 3, 0, kRanks);
+  EXPECT_TRUE(headerAccepted(h, 0));
+  h.payload_bytes = 1;
+  EXPECT_TRUE(headerRejected(h, 1, "heartbeat with a payload"));
+}
+
 TEST(WireHeader, RejectsPayloadLengthMismatch) {
   Header h = dataHeader(100);
   EXPECT_TRUE(headerAccepted(h, 100));
@@ -316,6 +323,7 @@ TEST(WireHeader, NamesMessageTypes) {
   EXPECT_STREQ(typeName(u8(MsgType::kHello)), "hello");
   EXPECT_STREQ(typeName(u8(MsgType::kData)), "data");
   EXPECT_STREQ(typeName(u8(MsgType::kRing)), "ring");
+  EXPECT_STREQ(typeName(u8(MsgType::kHeartbeat)), "heartbeat");
   EXPECT_STREQ(typeName(0), "invalid");
   EXPECT_STREQ(typeName(u8(MsgType::kLast) + 1), "invalid");
   EXPECT_STREQ(typeName(255), "invalid");
@@ -411,6 +419,15 @@ TEST(WireHello, RejectsReducerCountOutOfRange) {
     b.spread = spread;
     EXPECT_TRUE(helloRejected(encodeHello(b, "h:1"), "reducer count")) << spread;
   }
+}
+
+TEST(WireHello, RejectsHeartbeatOutOfRangeOrReservedBitsSet) {
+  HelloBody b = helloBody();
+  b.heartbeat_ms = limits::kMaxTimeoutMs + 1;
+  EXPECT_TRUE(helloRejected(encodeHello(b, "h:1"), "heartbeat period"));
+  b.heartbeat_ms = 1000;
+  b.reserved = 1;
+  EXPECT_TRUE(helloRejected(encodeHello(b, "h:1"), "heartbeat period"));
 }
 
 TEST(WireHello, RejectsChunkBytesOutOfRange) {

@@ -1,0 +1,94 @@
+// Heartbeats (LIBREDUCE_HEARTBEAT_MS): a frozen reducer is named by every rank, and a frozen rank
+// by the reducers (who tell the others), within the heartbeat period, while the operation
+// timeout is a minute; an idle communicator outlives many periods; ranks must agree on the
+// period.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "world.h"
+
+namespace rd::test {
+namespace {
+
+using transport::loopback::Fabric;
+
+constexpr uint32_t kHeartbeatMs = 500;
+constexpr uint32_t kLongTimeoutMs = 60000;
+// Detection takes a period, plus a progress tick on each side to look; the rest is slack for
+// sanitizer builds on a loaded machine. Far below the timeout either way.
+const auto kDetectionBound = std::chrono::milliseconds(6 * kHeartbeatMs);
+
+WorldOptions heartbeatWorld(int ranks, int reducers, uint32_t heartbeat_ms = kHeartbeatMs) {
+  WorldOptions o;
+  o.ranks = ranks;
+  o.reducers = reducers;
+  o.timeout_ms = kLongTimeoutMs;
+  o.heartbeat_ms = heartbeat_ms;
+  o.algorithm = rdAlgoReductionServer;  // auto would try some calls on the ring
+  return o;
+}
+
+TEST(Heartbeat, AFrozenReducerIsNamedByEveryRankWithinThePeriod) {
+  World world(heartbeatWorld(3, 2));
+  ASSERT_EQ(world.join(), rdSuccess) << lastError();
+  ASSERT_TRUE(allCorrect(world.run(Collective::kAllReduce, 50000, rdFloat32, rdSum)));
+  Fabric::freeze(world.reducerAddress(1));
+  auto t0 = Clock::now();
+  auto outcomes = world.run(Collective::kAllReduce, 50000, rdFloat32, rdSum, 2 * kDetectionBound);
+  EXPECT_TRUE(allFailedNaming(outcomes, world.reducerAddress(1)));
+  EXPECT_NE(outcomes[0].error.find("sent nothing for"), std::string::npos) << outcomes[0].error;
+  EXPECT_LT(Clock::now() - t0, kDetectionBound);
+  Fabric::reset();
+}
+
+TEST(Heartbeat, AFrozenRankIsNamedToTheOthersWithinThePeriod) {
+  World world(heartbeatWorld(3, 2));
+  ASSERT_EQ(world.join(), rdSuccess) << lastError();
+  ASSERT_TRUE(allCorrect(world.run(Collective::kAllReduce, 5000, rdFloat32, rdSum)));
+  const std::string frozen = world.rank(0).peerAddress(2);
+  Fabric::freeze(frozen);
+  auto t0 = Clock::now();
+  World::Posted p = world.start(Collective::kAllReduce, 5000, rdFloat32, rdSum);
+  auto deadline = t0 + 2 * kDetectionBound;
+  for (int r : {0, 1}) {
+    Outcome o = world.finish(p, r, deadline);
+    EXPECT_NE(o.status, rdSuccess);
+    EXPECT_NE(o.error.find("rank 2 sent nothing for"), std::string::npos) << o.error;
+  }
+  EXPECT_LT(Clock::now() - t0, kDetectionBound);
+  Fabric::thaw(frozen);
+  // The frozen rank learns it was given up on once it runs again.
+  EXPECT_NE(world.finish(p, 2, Clock::now() + kDetectionBound).status, rdSuccess);
+  Fabric::reset();
+}
+
+TEST(Heartbeat, AnIdleCommunicatorOutlivesManyPeriods) {
+  constexpr uint32_t kShortest = 200;  // limits::kMinHeartbeatMs
+  World world(heartbeatWorld(3, 2, kShortest));
+  ASSERT_EQ(world.join(), rdSuccess) << lastError();
+  // Nothing but heartbeats for 6 periods: no side may take the quiet for a fault.
+  std::this_thread::sleep_for(std::chrono::milliseconds(6 * kShortest));
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(world.rank(r).asyncError(), rdSuccess) << lastError();
+  EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, 5000, rdFloat32, rdSum)));
+}
+
+TEST(Heartbeat, RanksWithDifferentPeriodsAreRefusedAtJoin) {
+  WorldOptions o = heartbeatWorld(3, 1);
+  o.timeout_ms = 1000;  // the ranks that were not refused wait this long for the last one
+  World world(o);
+  std::vector<coll::CommConfig> configs;
+  for (int r = 0; r < 3; ++r) configs.push_back(world.config(r));
+  configs[2].heartbeat_ms = 2 * kHeartbeatMs;
+  EXPECT_NE(world.join(configs), rdSuccess);
+  bool named = false;
+  for (const Outcome& outcome : world.joinOutcomes()) {
+    named = named || outcome.error.find("LIBREDUCE_HEARTBEAT_MS") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << world.joinOutcomes()[2].error;
+}
+
+}  // namespace
+}  // namespace rd::test
