@@ -121,4 +121,32 @@ rdResult_t checkDataFrame(const Header& h, const CommShape& shape, uint32_t conn
   return rdSuccess;
 }
 
+namespace {
+// splitmix64's finalizer: every input bit moves every output bit.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+uint32_t routeChunk(uint64_t k, uint64_t seq, const std::vector<uint8_t>& alive) {
+  const auto n = static_cast<uint32_t>(alive.size());
+  uint32_t home = reducerFor(k, seq, n);
+  if (alive[home] != 0) return home;
+  uint32_t best = home;
+  uint64_t best_weight = 0;
+  const uint64_t key = mix(mix(seq) ^ k);
+  for (uint32_t m = 0; m < n; ++m) {
+    if (alive[m] == 0) continue;
+    uint64_t weight = mix(key ^ (static_cast<uint64_t>(m) << 32 | m));
+    if (best == home || weight > best_weight) {
+      best = m;
+      best_weight = weight;
+    }
+  }
+  return best;
+}
+
 }  // namespace rd::wire

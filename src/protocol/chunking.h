@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "protocol/wire.h"
 
@@ -52,6 +53,16 @@ uint32_t contributorCount(const Geometry& g);
 inline uint32_t reducerFor(uint64_t k, uint64_t seq, uint32_t nreducers) {
   return static_cast<uint32_t>((k + seq) % nreducers);
 }
+
+/**
+ * Reducer that serves chunk @p k of operation @p seq when only the reducers with
+ * @p alive[m] != 0 are left (docs/failover.md): reducerFor while that one is alive, otherwise
+ * the live reducer with the highest hash of (seq, k, reducer). A chunk moves only when its
+ * reducer is lost, and to the same survivor whatever order the losses were learned in: two
+ * ranks whose live sets differ agree on every chunk whose reducer both think alive.
+ * @p alive must hold at least one live reducer.
+ */
+uint32_t routeChunk(uint64_t k, uint64_t seq, const std::vector<uint8_t>& alive);
 
 /** What a reducer knows about a communicator, to check frames against. */
 struct CommShape {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -180,6 +181,52 @@ TEST(ChunkRoles, ReducerForSpreadsChunks) {
       EXPECT_NE(reducerFor(0, 0, nreducers), reducerFor(0, 1, nreducers));
     }
   }
+}
+
+// routeChunk (docs/failover.md): with every reducer alive it is reducerFor; a chunk moves only
+// when its reducer is lost, never onto a lost one, the same way whatever order the losses come
+// in; a lost reducer's chunks spread over the survivors.
+TEST(ChunkRoutes, MoveOnlyWhenTheirReducerIsLostAndAgreeAcrossLiveSets) {
+  std::mt19937_64 random(7);
+  for (uint32_t n : {2u, 3u, 5u, 8u}) {
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<uint8_t> all(n, 1), fewer(n, 1), fewest(n, 1);
+      // fewest loses a superset of what fewer loses; one reducer stays alive.
+      uint32_t keep = static_cast<uint32_t>(random() % n);
+      for (uint32_t m = 0; m < n; ++m) {
+        if (m == keep) continue;
+        if (random() % 3 == 0) fewer[m] = fewest[m] = 0;
+        if (random() % 3 == 0) fewest[m] = 0;
+      }
+      for (uint64_t seq : {0ull, 3ull, 1ull << 33}) {
+        for (uint64_t k = 0; k < 64; ++k) {
+          ASSERT_EQ(routeChunk(k, seq, all), reducerFor(k, seq, n));
+          uint32_t a = routeChunk(k, seq, fewer);
+          uint32_t b = routeChunk(k, seq, fewest);
+          ASSERT_NE(fewer[a], 0);
+          ASSERT_NE(fewest[b], 0);
+          if (fewer[reducerFor(k, seq, n)] != 0) {
+            EXPECT_EQ(a, reducerFor(k, seq, n));
+          }
+          if (fewest[a] != 0) {
+            EXPECT_EQ(a, b) << "chunk " << k << " moved off a live reducer";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ChunkRoutes, ALostReducersChunksSpreadOverTheSurvivors) {
+  std::vector<uint8_t> alive = {1, 0, 1, 1};
+  std::vector<int> load(alive.size());
+  for (uint64_t seq = 0; seq < 50; ++seq) {
+    for (uint64_t k = 0; k < 40; ++k) {
+      if (reducerFor(k, seq, 4) == 1) ++load[routeChunk(k, seq, alive)];
+    }
+  }
+  EXPECT_EQ(load[1], 0);
+  for (uint32_t m : {0u, 2u, 3u}) EXPECT_GT(load[m], 100) << m;  // 500 chunks moved, ~167 each
 }
 
 }  // namespace
