@@ -8,12 +8,16 @@ for twice the bytes), and rs / ring. A PNG plots the curves.
 
   latency_sweep.py --build-dir build --ranks 4 --reducers 2 -b 4K -e 4M --iters 50 \
       --repeats 5 --out DIR
+
+An entry of --algos may carry settings for its runs after '@': `rs@LIBREDUCE_FAILOVER=0` is rs
+without failover's release round (several settings: `@A=1@B=2`).
 """
 from __future__ import annotations
 
 import argparse
 import datetime
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -37,8 +41,11 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def run(args, algo: str) -> dict[int, float]:
-    """{size: out-of-place time (us)} of one rd_perf run; raises on failure or wrong results."""
+def run(args, spec: str) -> dict[int, float]:
+    """{size: out-of-place time (us)} of one rd_perf run of `algo[@SETTING=VALUE...]`; raises on
+    failure or wrong results."""
+    algo, *settings = spec.split("@")
+    env = dict(os.environ, **dict(s.split("=", 1) for s in settings))
     with tempfile.TemporaryDirectory(prefix="rd-latency-") as tmp:
         json_path = Path(tmp) / "rank0.json"
         cmd = [str(args.build_dir / "src/reducectl"), "launch", "--quiet",
@@ -48,7 +55,7 @@ def run(args, algo: str) -> dict[int, float]:
                "-f", "2", "-n", str(args.iters), "-w", str(args.warmup), "-c", "1",
                "-J", str(json_path)]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout + 60,
-                              check=False)
+                              check=False, env=env)
         if done.returncode != 0 or not json_path.exists():
             raise RuntimeError(f"{algo}: reducectl exited {done.returncode}: "
                                f"{done.stdout[-500:]} {done.stderr[-500:]}")

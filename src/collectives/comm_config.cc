@@ -100,6 +100,8 @@ rdResult_t configFromSettings(CommConfig* config) {
   config->timeout_ms = static_cast<uint32_t>(value);
   RD_CHECK(settings::readInt(Id::kHeartbeatMs, &value));
   config->heartbeat_ms = static_cast<uint32_t>(value);
+  RD_CHECK(settings::readInt(Id::kFailover, &value));
+  config->failover = value != 0;
   RD_CHECK(settings::readInt(Id::kDeterministic, &value));
   config->deterministic = value != 0;
   std::string wire;

@@ -7,6 +7,7 @@
 namespace rd::coll {
 
 void Communicator::onFailure(transport::ConnId conn, rdResult_t status, const std::string& reason) {
+  if (lost_conns_.count(conn) != 0) return;
   int link = linkOf(conn);
   if (link >= 0 && status == rdAuthFailed && !links_[link].welcomed) {
     // A wrong secret does not get right by trying again.
@@ -24,6 +25,10 @@ void Communicator::onFailure(transport::ConnId conn, rdResult_t status, const st
   }
   if (link >= 0 && config_.reducers.empty() && links_[link].epoch != 0) {
     return;  // the rendezvous went away after the join: the ring does not need it
+  }
+  if (link >= 0 && !config_.reducers.empty() && links_[link].epoch != 0) {
+    reducerLost(static_cast<uint32_t>(link) % servers(), rdConnectionError, reason);
+    return;
   }
   if (link >= 0) {
     failAll(rdConnectionError, reducerName(link) + ": " + reason);

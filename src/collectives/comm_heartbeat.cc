@@ -20,6 +20,7 @@ void Communicator::heartbeat(Clock::time_point now) {
   if (now - heartbeat_sent_ >= period / 4) {
     heartbeat_sent_ = now;
     for (uint32_t i = 0; i < servers(); ++i) {
+      if (links_[i].conn == 0) continue;  // a lost reducer
       wire::Header h = header(wire::MsgType::kHeartbeat, i);
       transport_->send(links_[i].conn, &h, sizeof h, nullptr, 0, nullptr);
     }
@@ -27,12 +28,13 @@ void Communicator::heartbeat(Clock::time_point now) {
   // The rendezvous of a ring-only communicator is not in the data path: its silence is moot.
   if (config_.reducers.empty()) return;
   for (uint32_t i = 0; i < servers(); ++i) {
+    if (!reducerAlive(i)) continue;
     Clock::time_point heard = std::max(links_[i].last_heard, links_[i + servers()].last_heard);
     if (now - heard < period) continue;
     auto silent_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - heard).count();
-    failAll(rdTimeout, reducerName(i) + " sent nothing for " + std::to_string(silent_ms) +
-                           " ms (LIBREDUCE_HEARTBEAT_MS " + std::to_string(period_ms) +
-                           "): it is frozen, or the network to it is down");
+    reducerLost(i, rdTimeout,
+                "sent nothing for " + std::to_string(silent_ms) + " ms (LIBREDUCE_HEARTBEAT_MS " +
+                    std::to_string(period_ms) + "): it is frozen, or the network to it is down");
     return;
   }
 }

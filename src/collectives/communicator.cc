@@ -15,7 +15,9 @@
 namespace rd::coll {
 
 Communicator::Communicator(const CommConfig& config)
-    : config_(config), p2p_(std::make_unique<PointToPoint>(this)) {}
+    : config_(config),
+      p2p_(std::make_unique<PointToPoint>(this)),
+      alive_(std::max<size_t>(1, config.reducers.size()), 1) {}
 
 rdResult_t Communicator::create(const CommConfig& config, std::unique_ptr<Communicator>* out) {
   if (config.nranks == 0 || config.rank >= config.nranks || config.nranks > limits::kMaxRanks) {
@@ -195,6 +197,7 @@ wire::Header Communicator::header(wire::MsgType type, uint32_t reducer) const {
   uint32_t epoch = reducer != kNoReducer && reducer < links_.size() ? links_[reducer].epoch : 0;
   wire::Header h = wire::makeHeader(type, config_.comm_id, epoch, config_.rank, config_.nranks);
   if (config_.deterministic) h.flags |= wire::kFlagDeterministic;
+  if (failover()) h.flags |= wire::kFlagFailover;
   return h;
 }
 
@@ -207,6 +210,7 @@ int Communicator::linkOf(transport::ConnId conn) const {
 
 void Communicator::onMessage(transport::ConnId conn, const void* header, size_t len,
                              transport::Payload p) {
+  if (lost_conns_.count(conn) != 0) return;  // a lost reducer's last words
   wire::Header h;
   std::string why;
   int link = linkOf(conn);

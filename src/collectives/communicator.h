@@ -5,10 +5,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "collectives/point_to_point.h"
 #include "collectives/request.h"
 #include "common/auth.h"
+#include "protocol/chunking.h"
 #include "protocol/wire.h"
 #include "transport/transport.h"
 
@@ -34,6 +37,7 @@ struct CommConfig {
   uint64_t ingress_bytes = 1 << 20;  // LIBREDUCE_INGRESS_BYTES
   uint32_t timeout_ms = 60000;
   uint32_t heartbeat_ms = 5000;  // LIBREDUCE_HEARTBEAT_MS; 0 = none
+  bool failover = true;          // LIBREDUCE_FAILOVER (docs/failover.md)
   // As asked for until the communicator is created, which resolves it once (never auto after).
   rdAlgorithm_t algorithm = rdAlgoDefault;
   bool deterministic = false;
@@ -95,6 +99,18 @@ class Communicator {
 
   /** What auto settled on for all-reduces of @p bytes; rdAlgoDefault while still measuring. */
   rdAlgorithm_t autoChoice(uint64_t bytes) { return tuner_.decided(AutoTuner::sizeClass(bytes)); }
+
+  // --- failover (comm_failover.cc, docs/failover.md) ---
+  /** Whether a lost reducer's chunks go to the others: LIBREDUCE_FAILOVER and 2+ reducers. */
+  bool failover() const { return config_.failover && config_.reducers.size() > 1; }
+  /** The reducer that serves chunk @p k of operation @p seq among those still alive. */
+  uint32_t route(uint64_t seq, uint64_t k) const { return wire::routeChunk(k, seq, alive_); }
+  /** Whether data reducer @p m is still in the communicator. */
+  bool reducerAlive(uint32_t m) const { return alive_.at(m) != 0; }
+  /** Sends a header-only message about operation @p seq to data reducer @p m (if alive). */
+  void sendControl(wire::MsgType type, uint32_t m, uint64_t seq);
+  /** An operation that ran the release round completed (kept to answer for it after a loss). */
+  void releasedOp(uint64_t seq);
 
   /** Header reducer index of messages to ring neighbours (and stamps epoch 0). */
   static constexpr uint32_t kNoReducer = UINT32_MAX;
@@ -165,6 +181,9 @@ class Communicator {
   void onReducerMessage(uint32_t link, const wire::Header& h, transport::Payload& p);
   void onReducerError(const wire::Header& h, transport::Payload& p);
   void onTick();
+  // Reducer @p m is gone (connection lost, heartbeats stopped): with failover and a survivor,
+  // its chunks go to the others; otherwise the communicator fails naming every lost reducer.
+  void reducerLost(uint32_t m, rdResult_t status, const std::string& why);
   // Sends this rank's heartbeats and fails the communicator on a reducer that stopped sending
   // its own (comm_heartbeat.cc).
   void heartbeat(Clock::time_point now);
@@ -204,6 +223,13 @@ class Communicator {
   std::map<uint32_t, auth::Nonce> reducer_nonces_;
   std::shared_ptr<Request> join_request_;
 
+  // Failover (progress thread): which data reducers are alive, why the others were lost, and
+  // the last operations completed through the release round (docs/failover.md).
+  std::vector<uint8_t> alive_;
+  std::vector<std::string> lost_;
+  std::deque<uint64_t> released_ops_;
+  std::set<transport::ConnId> lost_conns_;  // closed for a lost reducer: late news is ignored
+  static constexpr size_t kReleasedOpsKept = 256;
   Clock::time_point heartbeat_sent_{};  // progress thread
   uint64_t next_seq_ = 0;               // progress thread
   std::mutex tuner_mu_;  // callers of post() that go through the tuner, one at a time

@@ -78,6 +78,12 @@ class Operation : public std::enable_shared_from_this<Operation> {
    */
   virtual bool needsConnection(transport::ConnId /*conn*/) const { return false; }
 
+  /**
+   * Data reducer @p m was lost and the communicator goes on without it (docs/failover.md): the
+   * chunks it served go to their new reducers. Only operations that use reducers act.
+   */
+  virtual void onReducerLost(uint32_t /*m*/) {}
+
   uint64_t seq() const { return seq_; }
 
  protected:

@@ -189,6 +189,18 @@ constexpr Setting kTable[] = {
      .min = 0,
      .max = limits::kMaxTimeoutMs,
      .choices = {}},
+    {.id = Id::kFailover,
+     .name = "failover",
+     .env = "LIBREDUCE_FAILOVER",
+     .kind = Kind::kInt,
+     .default_value = "1",
+     .description = "1: with two or more reducers, a lost reducer's chunks go to the others and "
+                    "the communicator goes on (docs/failover.md); each operation then ends with "
+                    "a release round (one small message each way). 0: a lost reducer fails the "
+                    "communicator.",
+     .min = 0,
+     .max = 1,
+     .choices = {}},
     {.id = Id::kDeterministic,
      .name = "deterministic",
      .env = "LIBREDUCE_DETERMINISTIC",

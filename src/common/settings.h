@@ -29,6 +29,7 @@ enum class Id : int {
   kWindow,
   kTimeoutMs,
   kHeartbeatMs,
+  kFailover,
   kDeterministic,
   kListenHost,
   kSpinUs,

@@ -36,9 +36,10 @@ Header makeHeader(MsgType type, uint64_t comm_id, uint32_t epoch, uint32_t rank,
 }
 
 const char* typeName(uint8_t type) {
-  static const char* const kNames[] = {"invalid", "hello",  "challenge", "auth",   "welcome",
-                                       "joined",  "reject", "data",      "result", "ack",
-                                       "error",   "leave",  "ring",      "p2p",    "heartbeat"};
+  static const char* const kNames[] = {"invalid", "hello",    "challenge", "auth",   "welcome",
+                                       "joined",  "reject",   "data",      "result", "ack",
+                                       "error",   "leave",    "ring",      "p2p",    "heartbeat",
+                                       "landed",  "released", "done"};
   return type <= static_cast<uint8_t>(MsgType::kLast) ? kNames[type] : "invalid";
 }
 
@@ -69,8 +70,10 @@ rdResult_t parseHeader(const void* data, size_t len, size_t payload_len, Header*
     return reject(why, "rank count " + std::to_string(h.nranks) + " out of range");
   }
   if (h.rank >= h.nranks) return reject(why, "rank " + std::to_string(h.rank) + " out of range");
-  if (type == MsgType::kHeartbeat && h.payload_bytes != 0) {
-    return reject(why, "heartbeat with a payload");
+  if ((type == MsgType::kHeartbeat || type == MsgType::kLanded || type == MsgType::kReleased ||
+       type == MsgType::kDone) &&
+      h.payload_bytes != 0) {
+    return reject(why, std::string(typeName(h.type)) + " with a payload");
   }
   if (h.payload_bytes > payloadCap(type)) {
     return reject(why, "payload of " + std::to_string(h.payload_bytes) + " bytes over the cap");

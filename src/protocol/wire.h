@@ -20,7 +20,8 @@ constexpr uint32_t kMagic = 0x31584452;  // "RDX1" in memory order
 // 5: wire compression (protocol/compression.h): kFlagWideSum, kFlagWireBf16 / kFlagWireFp16.
 // 6: point-to-point messages between workers (kP2P).
 // 7: heartbeats (kHeartbeat) and HelloBody.heartbeat_ms.
-constexpr uint16_t kVersion = 7;
+// 8: reducer failover (docs/failover.md): kFlagHeldResult, kLanded, kReleased, kDone.
+constexpr uint16_t kVersion = 8;
 // Hard cap on any payload: a chunk (LIBREDUCE_CHUNK_BYTES range).
 constexpr uint64_t kMaxPayloadBytes = limits::kMaxChunkBytes;
 constexpr uint64_t kMaxControlBytes = 64ull << 10;
@@ -56,7 +57,11 @@ enum class MsgType : uint8_t {
   kRing = 12,       // worker -> worker: one piece of a ring all-reduce step
   kP2P = 13,        // worker -> worker: one piece of a point-to-point message (P2PFields)
   kHeartbeat = 14,  // either way between a worker and a reducer: still here (no payload)
-  kLast = kHeartbeat
+  // Failover's release round (docs/failover.md); header only, Header.seq the operation:
+  kLanded = 15,    // worker -> release reducer: every answer of the operation is here
+  kReleased = 16,  // reducer -> worker: every rank said kLanded; the buffers may go back
+  kDone = 17,      // worker -> reducers, after a loss: this rank completed the operation
+  kLast = kDone
 };
 
 enum class Coll : uint8_t {
@@ -83,6 +88,12 @@ enum : uint16_t {
   kFlagWideSum = 4,
   kFlagWireBf16 = 8,
   kFlagWireFp16 = 16,
+  // kData of a chunk re-routed after a reducer was lost: the payload is the chunk's result, which
+  // this rank already holds (the lost reducer sent it), not a contribution.
+  kFlagHeldResult = 32,
+  // Every message of a communicator that runs failover's release round (the join checks that
+  // all ranks agree, as for kFlagDeterministic).
+  kFlagFailover = 64,
 };
 
 // 72 bytes, host (little-endian) byte order: every supported host is little-endian.

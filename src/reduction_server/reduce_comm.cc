@@ -19,8 +19,10 @@ std::string rankList(const std::vector<uint32_t>& ranks) {
 }
 
 bool sameSignature(const wire::Header& a, const wire::Header& b) {
+  // A held result (failover) is the same operation's frame.
+  const auto flags = [](const wire::Header& h) { return h.flags & ~wire::kFlagHeldResult; };
   return a.coll == b.coll && a.dtype == b.dtype && a.op == b.op && a.count == b.count &&
-         a.root == b.root && a.flags == b.flags && a.chunk_bytes == b.chunk_bytes;
+         a.root == b.root && flags(a) == flags(b) && a.chunk_bytes == b.chunk_bytes;
 }
 
 // One reduction pass of a slot, runnable on any thread: a plain reduction, or a wide sum.
@@ -167,8 +169,10 @@ ReduceComm::Outcome ReduceComm::contribute(const wire::Header& h, uint32_t conn_
     return Outcome::kBadFrame;
   }
   slot->seen[index] = 1;
+  const bool held = (h.flags & wire::kFlagHeldResult) != 0;
   const bool arrival_order = (flags_ & wire::kFlagDeterministic) == 0;
-  if (arrival_order && slot->expected > 1 && slot->span.elems != 0 && payload.keepsData()) {
+  if (!held && arrival_order && slot->expected > 1 && slot->span.elems != 0 &&
+      payload.keepsData()) {
     // Eager bytes: folded straight from the transport's buffer, which is kept until then.
     slot->landed[index] = 1;
     ++slot->delivered;
@@ -178,7 +182,16 @@ ReduceComm::Outcome ReduceComm::contribute(const wire::Header& h, uint32_t conn_
   }
   ++slot->in_flight;
   auto self = shared_from_this();
-  payload.receiveInto(slot->slice(index), [self, slot, index](rdResult_t status) {
+  payload.receiveInto(slot->slice(index), [self, slot, index, held](rdResult_t status) {
+    if (held && status == rdSuccess && !slot->dead) {
+      // Never folded: it is the answer, once every other frame is here too.
+      --slot->in_flight;
+      ++slot->delivered;
+      slot->landed[index] = 1;
+      if (slot->held_result < 0) slot->held_result = static_cast<int>(index);
+      self->finishIfComplete(slot);
+      return;
+    }
     self->onDelivered(slot, index, status);
   });
   return Outcome::kAccepted;
@@ -229,11 +242,13 @@ void ReduceComm::onDelivered(const std::shared_ptr<Slot>& slot, uint32_t index, 
   ++slot->delivered;
   slot->landed[index] = 1;
   if (slot->expected == 1 || slot->span.elems == 0) {
-    if (slot->delivered == slot->expected) sendResults(slot);
+    finishIfComplete(slot);
     return;
   }
   if ((flags_ & wire::kFlagDeterministic) == 0) {
     addPending(slot, index, slot->slice(index), transport::Payload());
+  } else if (slot->held_result >= 0) {
+    finishIfComplete(slot);  // a held result answers: nothing to reduce
   } else if (slot->delivered == slot->expected) {
     // Rank order: one reduction over every slice, once all are here.
     for (uint32_t i = 0; i < slot->expected; ++i) {
@@ -250,6 +265,9 @@ void ReduceComm::addPending(const std::shared_ptr<Slot>& slot, uint32_t index, c
   slot->pending.push_back(bytes);
   if (payload) slot->held.push_back(std::move(payload));
   reduceNext(slot);
+  // With a held result nothing waits for the reduction (a lone eager contribution would wait
+  // for a partner that never comes).
+  if (slot->held_result >= 0) finishIfComplete(slot);
 }
 
 void ReduceComm::reduceNext(const std::shared_ptr<Slot>& slot) {
@@ -346,18 +364,41 @@ void ReduceComm::afterReduce(const std::shared_ptr<Slot>& slot, uint32_t count, 
     failOp(slot->sig.seq, rdInternalError, "reduction failed: " + error);
     return;
   }
-  if (slot->folded == slot->expected) {
-    sendResults(slot);
+  if (slot->folded == slot->expected || slot->held_result >= 0) {
+    finishIfComplete(slot);
   } else {
     reduceNext(slot);
   }
 }
 
+void ReduceComm::finishIfComplete(const std::shared_ptr<Slot>& slot) {
+  if (slot->dead || slot->reducing) return;
+  const uint64_t seq = slot->sig.seq;
+  for (uint32_t r = 0; r < shape_.nranks; ++r) {
+    if (!wire::contributes(slot->geometry, slot->sig.chunk, r)) continue;
+    if (slot->landed[slot->indexOf(r)] == 0 && !isDone(seq, r)) return;
+  }
+  const bool reduced =
+      slot->expected == 1 || slot->span.elems == 0 || slot->folded == slot->expected;
+  if (slot->held_result >= 0 || reduced) {
+    // Contributions a held result made moot go back to the transport now.
+    slot->pending.clear();
+    slot->pending_index.clear();
+    slot->held.clear();
+    sendResults(slot);
+    return;
+  }
+  // Deterministic mode reduces once every slice is here (onDelivered); with a rank that
+  // completed and sent nothing, a held result must have come (docs/failover.md).
+}
+
 void ReduceComm::sendResults(const std::shared_ptr<Slot>& slot) {
-  const char* result = slot->slice(slot->result < 0 ? 0 : static_cast<uint32_t>(slot->result));
+  int answer = slot->held_result >= 0 ? slot->held_result : slot->result;
+  const char* result = slot->slice(answer < 0 ? 0 : static_cast<uint32_t>(answer));
   const wire::Geometry& g = slot->geometry;
   wire::Header out = slot->sig;
   out.epoch = shape_.epoch;
+  out.flags &= ~wire::kFlagHeldResult;
   removeSlot({slot->sig.seq, slot->sig.chunk});
   slot->dead = true;
   // Sends may complete inline (acks, small results): hold the buffer until all are posted.
@@ -452,7 +493,8 @@ void ReduceComm::checkTimeouts(Clock::time_point now) {
     std::vector<uint32_t> missing;
     for (uint32_t r = 0; r < shape_.nranks; ++r) {
       // A frozen sender's header may be here while its data never arrives: count only data.
-      if (wire::contributes(slot->geometry, key.second, r) && slot->landed[slot->indexOf(r)] == 0) {
+      if (wire::contributes(slot->geometry, key.second, r) && slot->landed[slot->indexOf(r)] == 0 &&
+          !isDone(key.first, r)) {
         missing.push_back(r);
       }
     }
@@ -483,6 +525,51 @@ void ReduceComm::heartbeat(Clock::time_point now) {
                         "): it is frozen, or the network to it is down");
     return;
   }
+}
+
+namespace {
+// Marks @p rank in @p by_op[seq]; true when every rank is marked. Old operations are forgotten.
+bool mark(std::map<uint64_t, std::vector<uint8_t>>& by_op, uint64_t seq, uint32_t rank,
+          uint32_t nranks, size_t remembered) {
+  std::vector<uint8_t>& ranks = by_op[seq];
+  ranks.resize(nranks, 0);
+  ranks[rank] = 1;
+  while (by_op.size() > remembered) by_op.erase(by_op.begin());
+  return std::all_of(ranks.begin(), ranks.end(), [](uint8_t r) { return r != 0; });
+}
+}  // namespace
+
+bool ReduceComm::isDone(uint64_t seq, uint32_t rank) const {
+  auto it = done_.find(seq);
+  return it != done_.end() && rank < it->second.size() && it->second[rank] != 0;
+}
+
+void ReduceComm::landed(uint32_t rank, uint64_t seq) {
+  if (failed() || !mark(landed_, seq, rank, shape_.nranks, kOpsRemembered)) return;
+  landed_.erase(seq);
+  // Every rank holds every result of the operation: chunks of it still here (re-routed after
+  // a loss, waiting for frames that ranks which completed it will never send) are moot.
+  for (auto it = slots_.lower_bound({seq, 0}); it != slots_.end() && it->first.first == seq;) {
+    auto slot = it->second;
+    ++it;
+    removeSlot({slot->sig.seq, slot->sig.chunk});
+    dropSlot(slot);
+  }
+  wire::Header r =
+      wire::makeHeader(wire::MsgType::kReleased, shape_.comm_id, shape_.epoch, 0, shape_.nranks);
+  r.seq = seq;
+  for (uint32_t to = 0; to < shape_.nranks; ++to) sendTo(to, r);
+}
+
+void ReduceComm::done(uint32_t rank, uint64_t seq) {
+  if (failed()) return;
+  mark(done_, seq, rank, shape_.nranks, kOpsRemembered);
+  std::vector<std::shared_ptr<Slot>> waiting;
+  for (auto it = slots_.lower_bound({seq, 0}); it != slots_.end() && it->first.first == seq; ++it) {
+    waiting.push_back(it->second);
+  }
+  for (auto& slot : waiting) finishIfComplete(slot);
+  landed(rank, seq);  // a rank that completed had every answer
 }
 
 }  // namespace rd::server

@@ -67,6 +67,18 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
    */
   void rankLeft(uint32_t rank);
 
+  /**
+   * Failover's release round (docs/failover.md): @p rank has every answer of operation @p seq.
+   * Once every rank said so, every rank is told it may complete it (kReleased).
+   */
+  void landed(uint32_t rank, uint64_t seq);
+
+  /**
+   * After a loss, @p rank says it completed operation @p seq: it sends no frames for it any more,
+   * and chunks of it wait only for the other ranks (who then all hold the results).
+   */
+  void done(uint32_t rank, uint64_t seq);
+
   /** Fails the operations whose slots waited longer than the timeout, naming missing ranks. */
   void checkTimeouts(Clock::time_point now);
 
@@ -108,6 +120,10 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   void afterReduce(const std::shared_ptr<Slot>& slot, uint32_t count, rdResult_t status,
                    const std::string& error);
   void sendResults(const std::shared_ptr<Slot>& slot);
+  // Sends the result once every contributor's frame is here (or that rank completed the
+  // operation) and no reduction runs: the held result if one came, else the reduction's.
+  void finishIfComplete(const std::shared_ptr<Slot>& slot);
+  bool isDone(uint64_t seq, uint32_t rank) const;
   void dropSlot(const std::shared_ptr<Slot>& slot);
   void removeSlot(const Key& key);
   bool checkSignature(const wire::Header& h);
@@ -134,6 +150,10 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   std::set<uint64_t> failed_ops_;
   std::string last_op_failure_;  // "operation N failed: why", for a later failure of the comm
   std::vector<uint8_t> left_;    // per rank
+  // Failover: ranks that said kLanded / kDone, per operation (the oldest dropped past a bound).
+  std::map<uint64_t, std::vector<uint8_t>> landed_;
+  std::map<uint64_t, std::vector<uint8_t>> done_;
+  static constexpr size_t kOpsRemembered = 4096;
 };
 
 }  // namespace rd::server

@@ -131,6 +131,16 @@ void ReductionServer::onMessage(transport::ConnId conn, const void* header, size
   using State = Peer::State;
   if (peer.state == State::kJoined) peer.comm->ranks()[peer.hello.rank].last_heard = Clock::now();
   if (type == wire::MsgType::kHeartbeat && peer.state == State::kJoined) return;  // counted
+  if ((type == wire::MsgType::kLanded || type == wire::MsgType::kDone) &&
+      peer.state == State::kJoined && !peer.resultChannel() &&
+      (peer.comm->flags() & wire::kFlagFailover) != 0) {
+    if (type == wire::MsgType::kLanded) {
+      peer.comm->landed(peer.hello.rank, h.seq);
+    } else {
+      peer.comm->done(peer.hello.rank, h.seq);
+    }
+    return;
+  }
   if (type == wire::MsgType::kHello && peer.state == State::kNew) {
     onHello(conn, peer, h, payload);
   } else if (type == wire::MsgType::kAuth && peer.state == State::kChallenged) {
@@ -237,7 +247,8 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
     } else if (comm->shape().max_chunk_bytes != peer.body.chunk_bytes || comm->flags() != flags) {
       problem =
           "its largest chunk (LIBREDUCE_CHUNK_BYTES, _WINDOW, _INGRESS_BYTES), "
-          "LIBREDUCE_DETERMINISTIC or LIBREDUCE_WIRE_DTYPE differs from the other ranks'";
+          "LIBREDUCE_DETERMINISTIC, LIBREDUCE_FAILOVER or LIBREDUCE_WIRE_DTYPE differs from the "
+          "other ranks'";
     } else if (comm->heartbeatMs() != limits::heartbeatPeriodMs(peer.body.heartbeat_ms)) {
       // Each rank sends at its own period: the reducer must expect the same of all.
       problem = "its LIBREDUCE_HEARTBEAT_MS (" + std::to_string(peer.body.heartbeat_ms) +

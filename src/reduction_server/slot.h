@@ -51,6 +51,9 @@ struct Slot {
   std::vector<uint32_t> pending_index;
   std::vector<const void*> pending;
   std::vector<transport::Payload> held;
+  // Failover: the slice of a held result (kFlagHeldResult: a rank already had the chunk's result
+  // from a reducer that was lost), which is sent as the result; -1: none.
+  int held_result = -1;
   bool reducing = false;   // a fold is running: its buffers are in use
   bool wide = false;       // kFlagWideSum reduction: the running sum is float32, in acc()
   bool acc_ready = false;  // acc() holds the running sum (else the result's slice does)

@@ -79,10 +79,13 @@ INSTANTIATE_TEST_SUITE_P(Signals, WorkerFault, ::testing::Values(SIGKILL, SIGSTO
                                                               : std::string("Frozen");
                          });
 
+// Without failover (failover_test.cc has it: the workers go on).
 TEST(ReducerFault, KilledReducerIsNamedByEveryWorker) {
   Cluster cluster;
   auto r = cluster.startReducers(2);
-  auto w = cluster.startWorkers(3, Cluster::addresses(r), kLongRun, kShortTimeout);
+  auto env = kShortTimeout;
+  env["LIBREDUCE_FAILOVER"] = "0";
+  auto w = cluster.startWorkers(3, Cluster::addresses(r), kLongRun, env);
   waitUnderWay(cluster, w);
   auto fault = Clock::now();
   Cluster::signal(r[1].process, SIGKILL);
@@ -130,9 +133,12 @@ TEST(ReducerFault, FirstRankToSeeAFaultTellsTheOthersTheCause) {
 
 // With a minute's timeout, a frozen peer is found by its missing heartbeats
 // (LIBREDUCE_HEARTBEAT_MS): a reducer by every rank, a rank by the reducers, who tell the others.
+// Without failover: with it, the workers go on without the reducer (failover_test.cc).
 constexpr int kHeartbeatMs = 1000;
 const std::map<std::string, std::string> kHeartbeatOnly = {
-    {"LIBREDUCE_TIMEOUT_MS", "60000"}, {"LIBREDUCE_HEARTBEAT_MS", std::to_string(kHeartbeatMs)}};
+    {"LIBREDUCE_TIMEOUT_MS", "60000"},
+    {"LIBREDUCE_HEARTBEAT_MS", std::to_string(kHeartbeatMs)},
+    {"LIBREDUCE_FAILOVER", "0"}};
 
 void expectNamedWithinHeartbeat(Cluster& cluster, const std::vector<Process*>& survivors,
                                 Clock::time_point fault, const std::string& culprit) {

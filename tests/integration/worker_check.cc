@@ -7,6 +7,7 @@
 // printed as "worker <rank>: error: ...").
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -38,7 +39,9 @@ struct Options {
   // every rank joins with it (LIBREDUCE_REDUCERS is not read).
   std::string id_file;
   std::string id_reducers;
-  int announce_after = -1;  // print "worker R: N operations done" after this many
+  // Print "worker R: N operations done" after each of these many (a comma-separated list).
+  std::vector<int> announce_after;
+  bool report_times = false;  // print the median and the slowest operations' times at the end
   // On an API error: wait until this file exists, destroy the communicator, say how long it
   // took, exit 2. Without it the process leaves at once.
   std::string destroy_after_file;
@@ -294,6 +297,18 @@ struct Check {
   }
 };
 
+// "worker R: median X ms; slowest: #i Y ms, ...": what a fault cost, next to a normal operation.
+void reportTimes(int rank, std::vector<std::pair<double, int>> times) {
+  std::sort(times.begin(), times.end());
+  std::printf("worker %d: median %.1f ms; slowest:", rank, times[times.size() / 2].first);
+  for (size_t i = 0; i < std::min<size_t>(3, times.size()); ++i) {
+    const auto& [ms, index] = times[times.size() - 1 - i];
+    std::printf(" #%d %.1f ms", index, ms);
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -324,7 +339,7 @@ int main(int argc, char** argv) {
     } else if (a == "--id-reducers") {
       o.id_reducers = v;
     } else if (a == "--announce-after") {
-      o.announce_after = std::atoi(v.c_str());
+      for (auto& s : split(v)) o.announce_after.push_back(std::atoi(s.c_str()));
     } else if (a == "--destroy-after-file") {
       o.destroy_after_file = v;
     } else if (a == "--random") {
@@ -335,6 +350,9 @@ int main(int argc, char** argv) {
       continue;
     } else if (a == "--print-hash") {
       o.print_hash = true;
+      continue;
+    } else if (a == "--report-times") {
+      o.report_times = true;
       continue;
     } else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
@@ -363,6 +381,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   int done_ops = 0;
+  std::vector<std::pair<double, int>> times;  // (ms, operation index)
   for (int it = 0; it < o.iters && o.constant; ++it) {
     for (size_t count : o.counts) c.runConstant(count);
   }
@@ -383,9 +402,16 @@ int main(int argc, char** argv) {
                 std::fflush(stdout);
                 std::this_thread::sleep_for(std::chrono::hours(1));
               }
+              auto began = std::chrono::steady_clock::now();
               c.run(coll, count, static_cast<rdDataType_t>(d), static_cast<rdRedOp_t>(op),
                     in_place);
-              if (++done_ops == o.announce_after) {
+              times.emplace_back(std::chrono::duration<double, std::milli>(
+                                     std::chrono::steady_clock::now() - began)
+                                     .count(),
+                                 done_ops);
+              ++done_ops;
+              if (std::find(o.announce_after.begin(), o.announce_after.end(), done_ops) !=
+                  o.announce_after.end()) {
                 std::printf("worker %d: %d operations done\n", c.rank, done_ops);
                 std::fflush(stdout);
               }
@@ -395,6 +421,7 @@ int main(int argc, char** argv) {
       }
     }
   }
+  if (o.report_times && !times.empty()) reportTimes(c.rank, times);
   if (o.print_hash)
     std::printf("worker %d: hash %016llx\n", c.rank, static_cast<unsigned long long>(c.hash));
   std::printf("worker %d: %ld checks, %ld failed\n", c.rank, c.checks, c.failed);

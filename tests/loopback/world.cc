@@ -76,6 +76,7 @@ coll::CommConfig World::config(int r) const {
   c.window = options_.window;
   c.timeout_ms = options_.timeout_ms;
   c.heartbeat_ms = options_.heartbeat_ms;
+  c.failover = options_.failover;
   c.algorithm = options_.algorithm;
   c.deterministic = options_.deterministic;
   c.wire_dtype = options_.wire_dtype;

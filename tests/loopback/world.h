@@ -27,6 +27,7 @@ struct WorldOptions {
   int reducers = 1;  // 0: ring only, joined through a rendezvous of the world's own
   uint32_t timeout_ms = 5000;
   uint32_t heartbeat_ms = coll::CommConfig{}.heartbeat_ms;
+  bool failover = true;  // LIBREDUCE_FAILOVER
   uint64_t chunk_bytes = 4096;
   uint32_t window = 4;
   bool deterministic = false;

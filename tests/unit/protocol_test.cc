@@ -259,6 +259,12 @@ TEST(WireHeader, HeartbeatsCarryNoPayload) {
   EXPECT_TRUE(headerAccepted(h, 0));
   h.payload_bytes = 1;
   EXPECT_TRUE(headerRejected(h, 1, "heartbeat with a payload"));
+  for (MsgType t : {MsgType::kLanded, MsgType::kReleased, MsgType::kDone}) {
+    Header n = makeHeader(t, kCommId, 3, 0, kRanks);
+    EXPECT_TRUE(headerAccepted(n, 0));
+    n.payload_bytes = 8;
+    EXPECT_TRUE(headerRejected(n, 8, "with a payload")) << typeName(n.type);
+  }
 }
 
 TEST(WireHeader, RejectsPayloadLengthMismatch) {

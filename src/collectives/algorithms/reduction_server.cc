@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include "collectives/communicator.h"
@@ -32,17 +33,30 @@ class ReducerOp final : public Operation {
   void onTick(Clock::time_point now) override;
   void fail(rdResult_t status, const std::string& reason) override;
   bool finished() const override { return completed_ && receiving_ == 0 && sending_ == 0; }
+  void onReducerLost(uint32_t m) override;
 
  private:
   void pump(uint32_t reducer);
-  // Sends chunk @p k to reducer @p m (rounded into a staging buffer when compressed).
+  // Sends chunk @p k to reducer @p m (rounded into a staging buffer when compressed): this
+  // rank's contribution, or the result it holds when the chunk was re-routed (failover).
   void sendChunk(uint32_t m, uint32_t k);
-  // Takes the payload of a result for @p span into the output.
-  void receiveResult(uint32_t m, const wire::ChunkSpan& span, transport::Payload& payload);
-  void resultLanded(uint32_t m, rdResult_t status);
+  // Takes the payload of result @p k into the output.
+  void receiveResult(uint32_t m, uint32_t k, transport::Payload& payload);
+  void resultLanded(uint32_t m, uint32_t k, rdResult_t status);
+  // Removes @p k from @p queue; whether it was there.
+  static bool takeQueued(std::deque<uint32_t>& queue, uint32_t k) {
+    auto it = std::find(queue.begin(), queue.end(), k);
+    if (it == queue.end()) return false;
+    queue.erase(it);
+    return true;
+  }
+  // An answer of chunk @p k from reducer @p m that is still wanted (not re-routed since).
+  bool current(uint32_t m, uint32_t k) const { return target_[k] == m; }
   // Compression: the staging buffers and the all-gather's own part, rounded like the others.
   void prepareCompression();
   void succeedIfDone();
+  // Whether a result landing in the output could overwrite a contribution not yet sent again.
+  bool overlapping() const;
   // Whether an answer's echoed arguments are this rank's call.
   bool sameArguments(const wire::Header& h) const;
   // Byte offset of a chunk in the send / receive buffer (RS and AG buffers hold one rank's part).
@@ -60,16 +74,35 @@ class ReducerOp final : public Operation {
   Pipeline pipeline_;
   uint32_t nreducers_ = 0;
   std::vector<std::deque<uint32_t>> queue_;  // chunks still to send, per reducer
-  std::vector<uint32_t> in_flight_;          // chunks sent and not answered, per reducer
+  // Chunks re-routed after a loss, per reducer: sent before the queue and past the window. Ranks
+  // that learned of the loss at different points would otherwise fill their windows with
+  // different chunks, each waiting for the other's (docs/failover.md).
+  std::vector<std::deque<uint32_t>> resend_;
+  // Chunks sent from queue_ and not answered, per reducer (re-sent chunks are not counted: the
+  // window must keep moving while they wait for ranks that learned of a loss later).
+  std::vector<uint32_t> in_flight_;
+  std::vector<uint8_t> windowed_;  // per chunk: sent from queue_, counted in in_flight_
   // Sends handed to the transport and not complete, per reducer. At most kMaxPosted: a
   // connection then finishes its chunks one after the other, so a reducer can start on the
   // first before the rest of the window arrives (posted all at once, they share the link and
   // all land at the end of the window).
   std::vector<uint32_t> posted_;
   static constexpr uint32_t kMaxPosted = 2;
-  std::vector<uint8_t> pumping_;   // per reducer: a send completing inside pump() must not re-enter
-  std::vector<uint8_t> answered_;  // per chunk
-  uint64_t expected_ = 0;          // results + acks this rank waits for
+  std::vector<uint8_t> pumping_;  // per reducer: a send completing inside pump() must not re-enter
+  // Per chunk: 0 no answer yet, kHeard its header is here (a result still landing), kCounted
+  // counted in answered_count_.
+  std::vector<uint8_t> answered_;
+  static constexpr uint8_t kHeard = 1;
+  static constexpr uint8_t kCounted = 2;
+  // Failover (docs/failover.md): each chunk's reducer (wire::routeChunk; it changes when that
+  // reducer is lost), whether this rank holds the chunk's result, and the release round.
+  std::vector<uint32_t> target_;
+  std::vector<uint8_t> holds_;
+  bool in_place_ = false;  // send and receive buffers overlap: results land in staging first
+  bool had_all_ = false;   // every answer was here once: kLanded went to landed_to_
+  uint32_t landed_to_ = 0;
+  bool released_ = false;
+  uint64_t expected_ = 0;  // results + acks this rank waits for
   uint64_t answered_count_ = 0;
   uint64_t answered_headers_ = 0;
   uint32_t receiving_ = 0;
@@ -125,14 +158,20 @@ void ReducerOp::start() {
   if (compressed_) prepareCompression();
   if (completed_) return;
   queue_.assign(nreducers_, {});
+  resend_.assign(nreducers_, {});
   in_flight_.assign(nreducers_, 0);
   posted_.assign(nreducers_, 0);
   pumping_.assign(nreducers_, 0);
   receiving_from_.assign(nreducers_, 0);
   answered_.assign(g_.nchunks, 0);
+  windowed_.assign(g_.nchunks, 0);
+  target_.assign(g_.nchunks, 0);
+  holds_.assign(g_.nchunks, 0);
+  if (comm_->failover()) in_place_ = overlapping();
   for (uint64_t k = 0; k < g_.nchunks; ++k) {
     bool gives = wire::contributes(g_, k, cfg.rank);
-    if (gives) queue_[wire::reducerFor(k, seq_, nreducers_)].push_back(static_cast<uint32_t>(k));
+    target_[k] = comm_->route(seq_, k);
+    if (gives) queue_[target_[k]].push_back(static_cast<uint32_t>(k));
     if (gives || wire::receivesResult(g_, k, cfg.rank)) ++expected_;
   }
   for (uint32_t m = 0; m < nreducers_; ++m) pump(m);
@@ -142,10 +181,19 @@ void ReducerOp::start() {
 void ReducerOp::pump(uint32_t m) {
   if (pumping_[m] != 0) return;  // the loop below sees the freed slot
   pumping_[m] = 1;
-  while (!completed_ && in_flight_[m] < pipeline_.window && posted_[m] < kMaxPosted &&
-         !queue_[m].empty() && (!compressed_ || !free_staging_[m].empty())) {
+  auto can_send = [&] {
+    return !completed_ && posted_[m] < kMaxPosted && (!compressed_ || !free_staging_[m].empty());
+  };
+  while (can_send() && !resend_[m].empty()) {
+    uint32_t k = resend_[m].front();
+    resend_[m].pop_front();
+    sendChunk(m, k);
+  }
+  while (can_send() && in_flight_[m] < pipeline_.window && !queue_[m].empty()) {
     uint32_t k = queue_[m].front();
     queue_[m].pop_front();
+    windowed_[k] = 1;
+    ++in_flight_[m];
     sendChunk(m, k);
   }
   pumping_[m] = 0;
@@ -165,6 +213,10 @@ void ReducerOp::sendChunk(uint32_t m, uint32_t k) {
   h.chunk = k;
   h.payload_bytes = span.elems * wire_esize_;
   const char* bytes = static_cast<const char*>(desc_.send) + sendOffset(span);
+  if (holds_[k] != 0) {  // re-routed, and the lost reducer's result is here: send that
+    h.flags |= wire::kFlagHeldResult;
+    bytes = static_cast<const char*>(desc_.recv) + recvOffset(span);
+  }
   char* staged = nullptr;
   if (compressed_) {
     staged = free_staging_[m].back();
@@ -177,7 +229,6 @@ void ReducerOp::sendChunk(uint32_t m, uint32_t k) {
     }
     bytes = staged;
   }
-  ++in_flight_[m];
   ++posted_[m];
   ++sending_;
   auto self = shared_from_this();
@@ -217,7 +268,12 @@ void ReducerOp::onMessage(transport::ConnId conn, const wire::Header& h,
   if (completed_) return;
   const uint32_t rank = comm_->config().rank;
   auto type = static_cast<wire::MsgType>(h.type);
-  uint32_t m = h.chunk < g_.nchunks ? wire::reducerFor(h.chunk, seq_, nreducers_) : 0;
+  if (type == wire::MsgType::kReleased && comm_->failover()) {
+    released_ = true;
+    succeedIfDone();
+    return;
+  }
+  uint32_t m = h.chunk < g_.nchunks ? target_[h.chunk] : 0;
   std::string problem;
   if (type != wire::MsgType::kResult && type != wire::MsgType::kAck) {
     problem = std::string("unexpected ") + wire::typeName(h.type) + " message";
@@ -242,58 +298,74 @@ void ReducerOp::onMessage(transport::ConnId conn, const wire::Header& h,
     comm_->failAll(rdProtocolError, comm_->reducerName(m) + " sent an " + problem);
     return;
   }
-  answered_[h.chunk] = 1;
+  answered_[h.chunk] = kHeard;
   ++answered_headers_;
   last_progress_ = Clock::now();
   if (wire::contributes(g_, h.chunk, rank)) {
-    --in_flight_[m];
+    if (windowed_[h.chunk] != 0) --in_flight_[m];
+    windowed_[h.chunk] = 0;
     pump(m);
   }
   if (type == wire::MsgType::kAck) {
+    answered_[h.chunk] = kCounted;
     ++answered_count_;
     succeedIfDone();
     return;
   }
-  receiveResult(m, wire::chunkSpan(g_, h.chunk), payload);
+  receiveResult(m, h.chunk, payload);
 }
 
-void ReducerOp::receiveResult(uint32_t m, const wire::ChunkSpan& span,
-                              transport::Payload& payload) {
+void ReducerOp::receiveResult(uint32_t m, uint32_t k, transport::Payload& payload) {
+  const wire::ChunkSpan span = wire::chunkSpan(g_, k);
   ++receiving_;
   ++receiving_from_[m];
   char* dst = static_cast<char*>(desc_.recv) + recvOffset(span);
   auto self = shared_from_this();
-  if (!compressed_) {
-    payload.receiveInto(dst, [this, self, m](rdResult_t status) { resultLanded(m, status); });
+  const void* eager = payload.data();
+  if (!compressed_ && (eager != nullptr || !in_place_)) {
+    payload.receiveInto(dst, [this, self, m, k](rdResult_t status) { resultLanded(m, k, status); });
     return;
   }
-  if (const void* eager = payload.data(); eager != nullptr) {
+  if (eager != nullptr) {
     rdResult_t status =
         kernels::cpu::widenToFloats(eager, reinterpret_cast<float*>(dst), span.elems, travel_);
     payload.discard();
-    resultLanded(m, status);
+    resultLanded(m, k, status);
     return;
   }
+  // Staged: compressed (widened on landing), or in place under failover (copied on landing, so
+  // that a result cut off by its reducer's death never overwrites the contribution).
   auto staged = std::make_shared<std::vector<char>>(payload.size());
   payload.receiveInto(staged->data(),
-                      [this, self, m, staged, dst, elems = span.elems](rdResult_t status) {
-                        if (status == rdSuccess) {
-                          status = kernels::cpu::widenToFloats(
-                              staged->data(), reinterpret_cast<float*>(dst), elems, travel_);
+                      [this, self, m, k, staged, dst, elems = span.elems](rdResult_t status) {
+                        if (status == rdSuccess && current(m, k)) {
+                          if (compressed_) {
+                            status = kernels::cpu::widenToFloats(
+                                staged->data(), reinterpret_cast<float*>(dst), elems, travel_);
+                          } else {
+                            std::memcpy(dst, staged->data(), staged->size());
+                          }
                         }
-                        resultLanded(m, status);
+                        resultLanded(m, k, status);
                       });
 }
 
-void ReducerOp::resultLanded(uint32_t m, rdResult_t status) {
+void ReducerOp::resultLanded(uint32_t m, uint32_t k, rdResult_t status) {
   --receiving_;
   --receiving_from_[m];
   last_progress_ = Clock::now();
+  if (!current(m, k) || completed_) return;  // re-routed meanwhile: the new reducer answers
+  if (status != rdSuccess && comm_->failover()) {
+    // The reducer's connection broke: the communicator loses it next and re-routes the chunk.
+    return;
+  }
   if (status != rdSuccess) {
     fail(status, "rank " + std::to_string(comm_->config().rank) + ": receiving a result from " +
                      comm_->reducerName(m) + " failed");
     return;
   }
+  holds_[k] = 1;
+  answered_[k] = kCounted;
   ++answered_count_;
   succeedIfDone();
 }
@@ -307,9 +379,68 @@ bool ReducerOp::sameArguments(const wire::Header& h) const {
 }
 
 void ReducerOp::succeedIfDone() {
-  if (completed_ || answered_count_ != expected_) return;
+  if (completed_) return;
+  if (!comm_->failover()) {
+    if (answered_count_ != expected_) return;
+  } else {
+    // The release round (docs/failover.md): the buffers go back only once every rank has every
+    // result, which one kReleased proves. Answers re-routed after that are help for no one.
+    if (!had_all_ && answered_count_ == expected_) {
+      had_all_ = true;
+      landed_to_ = comm_->route(seq_, 0);
+      comm_->sendControl(wire::MsgType::kLanded, landed_to_, seq_);
+    }
+    if (!had_all_ || !released_) return;
+    comm_->releasedOp(seq_);
+  }
   completed_ = true;
   request_->complete(rdSuccess);
+}
+
+bool ReducerOp::overlapping() const {
+  const bool per_rank = coll_ == wire::Coll::kReduceScatter;
+  const size_t send_bytes = desc_.count * esize_ * (per_rank ? comm_->config().nranks : 1);
+  const size_t recv_bytes = desc_.count * esize_;
+  const char* send = static_cast<const char*>(desc_.send);
+  const char* recv = static_cast<const char*>(desc_.recv);
+  return send < recv + recv_bytes && recv < send + send_bytes;
+}
+
+void ReducerOp::onReducerLost(uint32_t m) {
+  if (completed_) return;
+  const uint32_t rank = comm_->config().rank;
+  if (had_all_ && landed_to_ == m) {  // the release round goes on at the new release reducer
+    landed_to_ = comm_->route(seq_, 0);
+    comm_->sendControl(wire::MsgType::kLanded, landed_to_, seq_);
+  }
+  std::vector<uint8_t> touched(nreducers_, 0);
+  for (uint32_t k = 0; k < g_.nchunks; ++k) {
+    if (target_[k] != m) continue;
+    const uint32_t t = comm_->route(seq_, k);
+    target_[k] = t;
+    const bool gives = wire::contributes(g_, k, rank);
+    if (!gives && !wire::receivesResult(g_, k, rank)) continue;
+    if (takeQueued(queue_[m], k) || takeQueued(resend_[m], k)) {  // never sent
+      resend_[t].push_back(k);
+      touched[t] = 1;
+      continue;
+    }
+    if (windowed_[k] != 0) --in_flight_[m];
+    windowed_[k] = 0;
+    if (answered_[k] != 0) --answered_headers_;
+    if (answered_[k] == kCounted) --answered_count_;
+    answered_[k] = 0;
+    // Sent again (the result if this rank holds it), so that the new reducer hears from every
+    // contributor; a rank that only receives waits for the new reducer's answer.
+    if (gives) {
+      resend_[t].push_back(k);
+      touched[t] = 1;
+    }
+  }
+  last_progress_ = Clock::now();
+  for (uint32_t t = 0; t < nreducers_; ++t) {
+    if (touched[t] != 0) pump(t);
+  }
 }
 
 void ReducerOp::fail(rdResult_t status, const std::string& reason) {
@@ -351,7 +482,7 @@ void ReducerOp::onTick(Clock::time_point now) {
   for (uint64_t k = 0; k < g_.nchunks; ++k) {
     if (answered_[k] == 0 && (wire::contributes(g_, k, comm_->config().rank) ||
                               wire::receivesResult(g_, k, comm_->config().rank))) {
-      silent[wire::reducerFor(k, seq_, nreducers_)] = 1;
+      silent[target_[k]] = 1;
     }
   }
   std::string names;

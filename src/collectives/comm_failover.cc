@@ -1,0 +1,51 @@
+// Reducer failover on the worker side (docs/failover.md): the live reducer set, what happens when
+// a reducer is lost, and the release round's bookkeeping that outlives an operation.
+#include <algorithm>
+
+#include "collectives/communicator.h"
+#include "common/log.h"
+
+namespace rd::coll {
+
+void Communicator::sendControl(wire::MsgType type, uint32_t m, uint64_t seq) {
+  if (m >= dataReducers() || alive_[m] == 0 || links_[m].conn == 0) return;
+  wire::Header h = header(type, m);
+  h.seq = seq;
+  transport_->send(links_[m].conn, &h, sizeof h, nullptr, 0, nullptr);
+}
+
+void Communicator::releasedOp(uint64_t seq) {
+  released_ops_.push_back(seq);
+  if (released_ops_.size() > kReleasedOpsKept) released_ops_.pop_front();
+}
+
+void Communicator::reducerLost(uint32_t m, rdResult_t status, const std::string& why) {
+  if (m >= alive_.size() || alive_[m] == 0) return;
+  lost_.push_back(reducerName(m) + ": " + why);
+  alive_[m] = 0;
+  const bool survivors = std::any_of(alive_.begin(), alive_.end(), [](uint8_t a) { return a; });
+  if (!failover() || !survivors) {
+    std::string all;
+    for (const auto& lost : lost_) all += (all.empty() ? "" : "; ") + lost;
+    failAll(status, (lost_.size() > 1 ? "every reducer was lost: " : "") + all);
+    return;
+  }
+  RD_LOG_WARN("rank %u: %s; its chunks go to the other reducers", config_.rank,
+              lost_.back().c_str());
+  for (uint32_t link : {m, m + servers()}) {
+    transport::ConnId conn = links_[link].conn;
+    links_[link].conn = 0;
+    if (conn == 0) continue;
+    lost_conns_.insert(conn);  // what the close reports, or still delivers, is no news
+    transport_->close(conn);
+  }
+  // Operations this rank completed may be waited on by ranks that learn of the loss later: the
+  // survivors hear that this rank holds every result of them (kDone).
+  for (uint64_t seq : released_ops_) {
+    for (uint32_t r = 0; r < dataReducers(); ++r) sendControl(wire::MsgType::kDone, r, seq);
+  }
+  for (auto& op : snapshot()) op->onReducerLost(m);
+  reapFinished();
+}
+
+}  // namespace rd::coll

@@ -1,0 +1,143 @@
+// Reducer failover (docs/failover.md): a communicator that loses a reducer, killed or frozen,
+// mid-operation or between operations, goes on with the others; every result stays exact; a
+// result some ranks got from the lost reducer and others did not ends the same everywhere; when
+// the last reducer is lost the error names every one.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "protocol/wire.h"
+#include "world.h"
+
+namespace rd::test {
+namespace {
+
+using transport::loopback::Fabric;
+using transport::loopback::Fate;
+using transport::loopback::MessageView;
+
+constexpr uint32_t kHeartbeatMs = 300;
+const auto kBound = std::chrono::seconds(20);
+
+WorldOptions failoverWorld(int ranks, int reducers) {
+  WorldOptions o;
+  o.ranks = ranks;
+  o.reducers = reducers;
+  o.timeout_ms = 30000;  // far longer than any failover may take
+  o.heartbeat_ms = kHeartbeatMs;
+  o.algorithm = rdAlgoReductionServer;
+  return o;
+}
+
+const Collective kEvery[] = {Collective::kAllReduce, Collective::kReduceScatter,
+                             Collective::kAllGather, Collective::kBroadcast, Collective::kBarrier};
+
+TEST(Failover, AReducerKilledMidOperationCostsNoResult) {
+  for (Collective c : kEvery) {
+    World world(failoverWorld(3, 2));
+    ASSERT_EQ(world.join(), rdSuccess) << lastError();
+    // Frozen first, so that the operation is certainly in flight when the reducer dies.
+    Fabric::freeze(world.reducerAddress(0));
+    World::Posted p = world.start(c, 40000, rdFloat32, rdSum);
+    Fabric::kill(world.reducerAddress(0));
+    auto deadline = Clock::now() + kBound;
+    for (int r = 0; r < 3; ++r) world.finish(p, r, deadline);
+    EXPECT_TRUE(allCorrect(p.outcomes)) << static_cast<int>(c);
+    // Later operations run on the survivor alone.
+    for (Collective next : kEvery) {
+      EXPECT_TRUE(allCorrect(world.run(next, 30001, rdFloat32, rdSum))) << static_cast<int>(next);
+    }
+    Fabric::reset();
+  }
+}
+
+TEST(Failover, AFrozenReducerIsLeftBehindWithinTheHeartbeat) {
+  World world(failoverWorld(3, 3));
+  ASSERT_EQ(world.join(), rdSuccess) << lastError();
+  ASSERT_TRUE(allCorrect(world.run(Collective::kAllReduce, 50000, rdFloat32, rdSum)));
+  Fabric::freeze(world.reducerAddress(1));
+  auto t0 = Clock::now();
+  EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, 50000, rdFloat32, rdSum, kBound)));
+  EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(10 * kHeartbeatMs));
+  EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, 50000, rdFloat32, rdSum)));
+  Fabric::reset();
+}
+
+// Many operations on one communicator, 3 reducers: one killed, then another frozen; every
+// operation (in place or not, in flight at the fault or not) is exact.
+TEST(Failover, ManyOperationsThroughAKillAndAFreeze) {
+  World world(failoverWorld(4, 3));
+  ASSERT_EQ(world.join(), rdSuccess) << lastError();
+  auto in_place = [](int, coll::OpDesc* d) {
+    std::memcpy(d->recv, d->send, d->count * sizeof(float));
+    d->send = d->recv;
+  };
+  for (int i = 0; i < 60; ++i) {
+    World::Posted p =
+        world.start(Collective::kAllReduce, 20000 + i, rdFloat32, rdSum,
+                    i % 2 == 0 ? in_place : std::function<void(int, coll::OpDesc*)>{});
+    if (i == 20) Fabric::kill(world.reducerAddress(1));
+    if (i == 40) Fabric::freeze(world.reducerAddress(2));
+    auto deadline = Clock::now() + kBound;
+    for (int r = 0; r < 4; ++r) world.finish(p, r, deadline);
+    ASSERT_TRUE(allCorrect(p.outcomes)) << "operation " << i;
+  }
+  Fabric::reset();
+}
+
+// The lost reducer sent chunk results to ranks 0 and 1 but never to rank 2 (dropped): the
+// survivor takes the result ranks 0 and 1 hold, and rank 2 ends with the same.
+TEST(Failover, AResultSomeRanksGotIsTheOneEveryRankEndsWith) {
+  for (bool in_place : {true, false}) {
+    World world(failoverWorld(3, 2));
+    ASSERT_EQ(world.join(), rdSuccess) << lastError();
+    const std::string lost = world.reducerAddress(0);
+    const std::string rank2 = world.rank(0).peerAddress(2);
+    auto dropped = std::make_shared<std::atomic<int>>(0);
+    Fabric::setFilter([lost, rank2, dropped](const MessageView& m) {
+      Fate f;
+      wire::Header h;
+      if (m.header_len != sizeof h || m.from != lost || m.to != rank2) return f;
+      std::memcpy(&h, m.header, sizeof h);
+      if (h.type == static_cast<uint8_t>(wire::MsgType::kResult)) {
+        f.kind = Fate::kDrop;
+        ++*dropped;
+      }
+      return f;
+    });
+    World::Posted p = world.start(Collective::kAllReduce, 40000, rdFloat32, rdSum,
+                                  [in_place](int, coll::OpDesc* d) {
+                                    if (!in_place) return;
+                                    std::memcpy(d->recv, d->send, d->count * sizeof(float));
+                                    d->send = d->recv;
+                                  });
+    // Ranks 0 and 1 have every result (they wait for the release that rank 2 holds up).
+    auto deadline = Clock::now() + kBound;
+    while (*dropped == 0 && Clock::now() < deadline) std::this_thread::yield();
+    ASSERT_GT(*dropped, 0);
+    Fabric::kill(lost);
+    for (int r = 0; r < 3; ++r) world.finish(p, r, deadline);
+    EXPECT_TRUE(allCorrect(p.outcomes)) << (in_place ? "in place" : "apart");
+    Fabric::reset();
+  }
+}
+
+TEST(Failover, LosingEveryReducerNamesThemAll) {
+  World world(failoverWorld(3, 2));
+  ASSERT_EQ(world.join(), rdSuccess) << lastError();
+  Fabric::kill(world.reducerAddress(1));
+  EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, 5000, rdFloat32, rdSum)));
+  Fabric::kill(world.reducerAddress(0));
+  auto outcomes = world.run(Collective::kAllReduce, 5000, rdFloat32, rdSum, kBound);
+  EXPECT_TRUE(allFailedNaming(outcomes, "every reducer was lost"));
+  EXPECT_TRUE(allFailedNaming(outcomes, world.reducerAddress(0)));
+  EXPECT_TRUE(allFailedNaming(outcomes, world.reducerAddress(1)));
+  Fabric::reset();
+}
+
+}  // namespace
+}  // namespace rd::test
