@@ -374,9 +374,11 @@ void ReduceComm::afterReduce(const std::shared_ptr<Slot>& slot, uint32_t count, 
 void ReduceComm::finishIfComplete(const std::shared_ptr<Slot>& slot) {
   if (slot->dead || slot->reducing) return;
   const uint64_t seq = slot->sig.seq;
+  bool any_done = false;
   for (uint32_t r = 0; r < shape_.nranks; ++r) {
     if (!wire::contributes(slot->geometry, slot->sig.chunk, r)) continue;
     if (slot->landed[slot->indexOf(r)] == 0 && !isDone(seq, r)) return;
+    any_done = any_done || isDone(seq, r);
   }
   const bool reduced =
       slot->expected == 1 || slot->span.elems == 0 || slot->folded == slot->expected;
@@ -388,8 +390,12 @@ void ReduceComm::finishIfComplete(const std::shared_ptr<Slot>& slot) {
     sendResults(slot);
     return;
   }
-  // Deterministic mode reduces once every slice is here (onDelivered); with a rank that
-  // completed and sent nothing, a held result must have come (docs/failover.md).
+  if (any_done) {
+    // A rank completed the operation, so every rank holds every result: this chunk is moot.
+    removeSlot({seq, slot->sig.chunk});
+    dropSlot(slot);
+  }
+  // Otherwise the reduction finishes it (deterministic mode: once every slice is here).
 }
 
 void ReduceComm::sendResults(const std::shared_ptr<Slot>& slot) {

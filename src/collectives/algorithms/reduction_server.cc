@@ -102,6 +102,7 @@ class ReducerOp final : public Operation {
   bool had_all_ = false;   // every answer was here once: kLanded went to landed_to_
   uint32_t landed_to_ = 0;
   bool released_ = false;
+  bool rerouted_ = false;  // chunks were sent again after a loss
   uint64_t expected_ = 0;  // results + acks this rank waits for
   uint64_t answered_count_ = 0;
   uint64_t answered_headers_ = 0;
@@ -392,6 +393,10 @@ void ReducerOp::succeedIfDone() {
     }
     if (!had_all_ || !released_) return;
     comm_->releasedOp(seq_);
+    // What this rank sent again may wait at a survivor for ranks that completed meanwhile.
+    if (rerouted_) {
+      for (uint32_t m = 0; m < nreducers_; ++m) comm_->sendControl(wire::MsgType::kDone, m, seq_);
+    }
   }
   completed_ = true;
   request_->complete(rdSuccess);
@@ -420,6 +425,7 @@ void ReducerOp::onReducerLost(uint32_t m) {
     target_[k] = t;
     const bool gives = wire::contributes(g_, k, rank);
     if (!gives && !wire::receivesResult(g_, k, rank)) continue;
+    rerouted_ = true;
     if (takeQueued(queue_[m], k) || takeQueued(resend_[m], k)) {  // never sent
       resend_[t].push_back(k);
       touched[t] = 1;
