@@ -7,7 +7,7 @@
 namespace rd::coll {
 
 void Communicator::onFailure(transport::ConnId conn, rdResult_t status, const std::string& reason) {
-  if (lost_conns_.count(conn) != 0) return;
+  if (leaving_ || lost_conns_.count(conn) != 0) return;
   int link = linkOf(conn);
   if (link >= 0 && status == rdAuthFailed && !links_[link].welcomed) {
     // A wrong secret does not get right by trying again.

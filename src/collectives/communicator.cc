@@ -162,6 +162,8 @@ Communicator::~Communicator() {
   // progress thread: they hold payloads that belong to the transport.
   auto left = std::make_shared<Request>();
   transport_->post([this, left] {
+    // From here on a connection that closes (a reducer drops a rank that left) is no loss.
+    leaving_ = true;
     auto done = [left] { left->complete(rdSuccess); };
     if (!aborted_ && failure_status_ == rdSuccess) {
       sendLeave(rdSuccess, "", done);

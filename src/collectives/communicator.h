@@ -255,6 +255,7 @@ class Communicator {
   // sent (progress thread), until notice_deadline_ at the latest.
   bool holding_failure_ = false;
   bool destroying_ = false;
+  bool leaving_ = false;  // destroy has begun: lost connections are no news (progress thread)
   Clock::time_point notice_deadline_{};
 };
 
