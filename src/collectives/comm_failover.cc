@@ -8,7 +8,7 @@
 namespace rd::coll {
 
 void Communicator::sendControl(wire::MsgType type, uint32_t m, uint64_t seq) {
-  if (m >= dataReducers() || alive_[m] == 0 || links_[m].conn == 0) return;
+  if (m >= servers() || alive_[m] == 0 || links_[m].conn == 0) return;
   wire::Header h = header(type, m);
   h.seq = seq;
   transport_->send(links_[m].conn, &h, sizeof h, nullptr, 0, nullptr);

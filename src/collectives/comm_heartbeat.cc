@@ -19,11 +19,7 @@ void Communicator::heartbeat(Clock::time_point now) {
   const auto period = std::chrono::milliseconds(period_ms);
   if (now - heartbeat_sent_ >= period / 4) {
     heartbeat_sent_ = now;
-    for (uint32_t i = 0; i < servers(); ++i) {
-      if (links_[i].conn == 0) continue;  // a lost reducer
-      wire::Header h = header(wire::MsgType::kHeartbeat, i);
-      transport_->send(links_[i].conn, &h, sizeof h, nullptr, 0, nullptr);
-    }
+    for (uint32_t i = 0; i < servers(); ++i) sendControl(wire::MsgType::kHeartbeat, i, 0);
   }
   // The rendezvous of a ring-only communicator is not in the data path: its silence is moot.
   if (config_.reducers.empty()) return;

@@ -107,7 +107,8 @@ class Communicator {
   uint32_t route(uint64_t seq, uint64_t k) const { return wire::routeChunk(k, seq, alive_); }
   /** Whether data reducer @p m is still in the communicator. */
   bool reducerAlive(uint32_t m) const { return alive_.at(m) != 0; }
-  /** Sends a header-only message about operation @p seq to data reducer @p m (if alive). */
+  /** Sends a header-only message about operation @p seq to reducer (or rendezvous) @p m if alive.
+   */
   void sendControl(wire::MsgType type, uint32_t m, uint64_t seq);
   /** An operation that ran the release round completed (kept to answer for it after a loss). */
   void releasedOp(uint64_t seq);

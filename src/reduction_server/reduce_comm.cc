@@ -392,8 +392,7 @@ void ReduceComm::finishIfComplete(const std::shared_ptr<Slot>& slot) {
   }
   if (any_done) {
     // A rank completed the operation, so every rank holds every result: this chunk is moot.
-    removeSlot({seq, slot->sig.chunk});
-    dropSlot(slot);
+    discardSlot(slot);
   }
   // Otherwise the reduction finishes it (deterministic mode: once every slice is here).
 }
@@ -428,6 +427,19 @@ void ReduceComm::sendResults(const std::shared_ptr<Slot>& slot) {
   slot->releaseIfIdle();
 }
 
+std::vector<std::shared_ptr<Slot>> ReduceComm::slotsOf(uint64_t seq) const {
+  std::vector<std::shared_ptr<Slot>> slots;
+  for (auto it = slots_.lower_bound({seq, 0}); it != slots_.end() && it->first.first == seq; ++it) {
+    slots.push_back(it->second);
+  }
+  return slots;
+}
+
+void ReduceComm::discardSlot(const std::shared_ptr<Slot>& slot) {
+  removeSlot({slot->sig.seq, slot->sig.chunk});
+  dropSlot(slot);
+}
+
 void ReduceComm::removeSlot(const Key& key) {
   if (slots_.erase(key) == 0) return;
   auto it = slots_per_op_.find(key.first);
@@ -444,12 +456,7 @@ void ReduceComm::failOp(uint64_t seq, rdResult_t status, const std::string& reas
   failed_ops_.insert(seq);
   while (failed_ops_.size() > 4096) failed_ops_.erase(failed_ops_.begin());
   last_op_failure_ = "operation " + std::to_string(seq) + " failed: " + reason;
-  for (auto it = slots_.lower_bound({seq, 0}); it != slots_.end() && it->first.first == seq;) {
-    auto slot = it->second;
-    ++it;
-    removeSlot({slot->sig.seq, slot->sig.chunk});
-    dropSlot(slot);
-  }
+  for (auto& slot : slotsOf(seq)) discardSlot(slot);
   signatures_.erase(seq);
   wire::Header e = errorHeader(seq, status);
   for (uint32_t r = 0; r < shape_.nranks; ++r) sendTo(r, e, "reducer " + name_ + ": " + reason);
@@ -555,12 +562,7 @@ void ReduceComm::landed(uint32_t rank, uint64_t seq) {
   landed_.erase(seq);
   // Every rank holds every result of the operation: chunks of it still here (re-routed after
   // a loss, waiting for frames that ranks which completed it will never send) are moot.
-  for (auto it = slots_.lower_bound({seq, 0}); it != slots_.end() && it->first.first == seq;) {
-    auto slot = it->second;
-    ++it;
-    removeSlot({slot->sig.seq, slot->sig.chunk});
-    dropSlot(slot);
-  }
+  for (auto& slot : slotsOf(seq)) discardSlot(slot);
   wire::Header r =
       wire::makeHeader(wire::MsgType::kReleased, shape_.comm_id, shape_.epoch, 0, shape_.nranks);
   r.seq = seq;
@@ -570,11 +572,7 @@ void ReduceComm::landed(uint32_t rank, uint64_t seq) {
 void ReduceComm::done(uint32_t rank, uint64_t seq) {
   if (failed()) return;
   mark(done_, seq, rank, shape_.nranks, kOpsRemembered);
-  std::vector<std::shared_ptr<Slot>> waiting;
-  for (auto it = slots_.lower_bound({seq, 0}); it != slots_.end() && it->first.first == seq; ++it) {
-    waiting.push_back(it->second);
-  }
-  for (auto& slot : waiting) finishIfComplete(slot);
+  for (auto& slot : slotsOf(seq)) finishIfComplete(slot);
   landed(rank, seq);  // a rank that completed had every answer
 }
 

@@ -126,6 +126,10 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   bool isDone(uint64_t seq, uint32_t rank) const;
   void dropSlot(const std::shared_ptr<Slot>& slot);
   void removeSlot(const Key& key);
+  // Removes @p slot from the table and drops it (an operation failed, or it became moot).
+  void discardSlot(const std::shared_ptr<Slot>& slot);
+  // The slots of operation @p seq (a copy: callers may remove them).
+  std::vector<std::shared_ptr<Slot>> slotsOf(uint64_t seq) const;
   bool checkSignature(const wire::Header& h);
   // Fails operation h.seq: @p first and @p h (two ranks' frames) disagree on its arguments.
   void failMismatch(const wire::Header& first, const wire::Header& h);
