@@ -35,10 +35,14 @@ void Communicator::reducerLost(uint32_t m, rdResult_t status, const std::string&
   for (uint32_t link : {m, m + servers()}) {
     transport::ConnId conn = links_[link].conn;
     links_[link].conn = 0;
+    links_[link].epoch = 0;  // joins again from the start if a replacement comes (comm_rejoin.cc)
+    links_[link].welcomed = false;
     if (conn == 0) continue;
     lost_conns_.insert(conn);  // what the close reports, or still delivers, is no news
     transport_->close(conn);
   }
+  rejoins_[m] = Rejoin{};
+  rejoins_[m].retry_at = Clock::now() + kRejoinRetry;
   // Operations this rank completed may be waited on by ranks that learn of the loss later: the
   // survivors hear that this rank holds every result of them (kDone).
   for (uint64_t seq : released_ops_) {

@@ -9,6 +9,11 @@ namespace rd::coll {
 void Communicator::onFailure(transport::ConnId conn, rdResult_t status, const std::string& reason) {
   if (leaving_ || lost_conns_.count(conn) != 0) return;
   int link = linkOf(conn);
+  if (link >= 0 && links_[link].epoch == 0 && rejoining(static_cast<uint32_t>(link) % servers())) {
+    // Refused or unreachable, a wrong secret included: the communicator goes on without it.
+    rejoinFailed(static_cast<uint32_t>(link) % servers(), reason);
+    return;
+  }
   if (link >= 0 && status == rdAuthFailed && !links_[link].welcomed) {
     // A wrong secret does not get right by trying again.
     failAll(rdAuthFailed, reducerName(link) + ": " + reason);
@@ -118,6 +123,9 @@ void Communicator::failOperations() {
   }
   if (join_request_) join_request_->complete(status, reason);
   for (auto& op : snapshot()) op->fail(status, reason);
+  std::deque<std::shared_ptr<Operation>> held = std::move(held_);
+  held_.clear();
+  for (auto& op : held) op->fail(status, reason);
   p2p_->failAll(status, reason);
   reapFinished();
 }

@@ -8,6 +8,16 @@
 
 namespace rd::coll {
 
+bool Communicator::reducerProved(uint32_t index, const transport::Payload& welcome) {
+  const auto* bytes = static_cast<const char*>(welcome.data());
+  if (bytes == nullptr || welcome.size() != wire::kMacBytes) return false;
+  auth::Mac got{};
+  std::memcpy(got.data(), bytes, got.size());
+  auth::Mac want = auth::prove(auth::Role::kReducer, config_.secret, config_.comm_id, config_.rank,
+                               config_.nranks, links_[index].nonce, reducer_nonces_[index]);
+  return auth::equal(got, want);
+}
+
 void Communicator::onJoinMessage(uint32_t index, const wire::Header& h, transport::Payload& p) {
   ReducerLink& link = links_[index];
   auto type = static_cast<wire::MsgType>(h.type);
@@ -31,12 +41,7 @@ void Communicator::onJoinMessage(uint32_t index, const wire::Header& h, transpor
     }
     case wire::MsgType::kWelcome: {
       if (bytes == nullptr || p.size() != wire::kMacBytes) break;
-      auth::Mac got{};
-      std::memcpy(got.data(), bytes, got.size());
-      auth::Mac want =
-          auth::prove(auth::Role::kReducer, config_.secret, config_.comm_id, config_.rank,
-                      config_.nranks, link.nonce, reducer_nonces_[index]);
-      if (!auth::equal(got, want)) {
+      if (!reducerProved(index, p)) {
         failAll(rdAuthFailed, reducerName(index) +
                                   " could not prove the job secret: it runs with a different "
                                   "secret (or none)");

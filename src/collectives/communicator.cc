@@ -17,7 +17,9 @@ namespace rd::coll {
 Communicator::Communicator(const CommConfig& config)
     : config_(config),
       p2p_(std::make_unique<PointToPoint>(this)),
-      alive_(std::max<size_t>(1, config.reducers.size()), 1) {}
+      alive_(std::max<size_t>(1, config.reducers.size()), 1),
+      rejoins_(alive_.size()),
+      admitted_from_(alive_.size(), 0) {}
 
 rdResult_t Communicator::create(const CommConfig& config, std::unique_ptr<Communicator>* out) {
   if (config.nranks == 0 || config.rank >= config.nranks || config.nranks > limits::kMaxRanks) {
@@ -94,6 +96,7 @@ void Communicator::sendHello(uint32_t index) {
   auto text = std::make_shared<std::string>(wire::encodeHello(body, listen_address_));
   wire::Header h = header(wire::MsgType::kHello, index);
   if (link.result_channel) h.flags |= wire::kFlagResultChannel;
+  if (rejoining(index % servers())) h.flags |= wire::kFlagRejoin;
   h.flags |= wire::helloWireFlags(config_.wire_dtype);
   h.payload_bytes = text->size();
   transport_->send(link.conn, &h, sizeof h, text->data(), text->size(), [text](rdResult_t) {});
@@ -175,6 +178,8 @@ Communicator::~Communicator() {
   transport_->runSync([this] {
     destroying_ = true;  // connections closed from here on are no news to tell the reducers
     for (auto& op : snapshot()) op->fail(rdAborted, "communicator destroyed");
+    for (auto& op : held_) op->fail(rdAborted, "communicator destroyed");
+    held_.clear();
     p2p_->failAll(rdAborted, "communicator destroyed");
     ops_.clear();
     early_.clear();
@@ -238,7 +243,7 @@ void Communicator::onMessage(transport::ConnId conn, const void* header, size_t 
     auto it = ops_.find(h.seq);
     if (it != ops_.end()) {
       it->second->onMessage(conn, h, p);
-    } else if (h.seq >= next_seq_) {
+    } else if (notStarted(h.seq)) {
       early_[h.seq].push_back(EarlyMessage{conn, h, std::move(p)});
     }
     return;
@@ -246,6 +251,10 @@ void Communicator::onMessage(transport::ConnId conn, const void* header, size_t 
   if (link < 0) {
     failAll(rdProtocolError, std::string("unexpected ") + wire::typeName(h.type) + " from " +
                                  transport_->peerName(conn));
+    return;
+  }
+  if (links_[link].epoch == 0 && rejoining(static_cast<uint32_t>(link) % servers())) {
+    onRejoinMessage(static_cast<uint32_t>(link), h, p);
     return;
   }
   if (links_[link].epoch == 0) {
@@ -282,7 +291,7 @@ void Communicator::onReducerMessage(uint32_t link, const wire::Header& h, transp
   if (it != ops_.end()) {
     it->second->onMessage(links_[link].conn, h, p);
     reapFinished();
-  } else if (h.seq >= next_seq_) {
+  } else if (notStarted(h.seq)) {
     // All-gather and broadcast results do not wait for this rank: they may come first.
     early_[h.seq].push_back(EarlyMessage{links_[link].conn, h, std::move(p)});
   }
@@ -297,7 +306,7 @@ void Communicator::onReducerError(const wire::Header& h, transport::Payload& p) 
   } else if (auto it = ops_.find(h.seq); it != ops_.end()) {
     it->second->fail(status, text);
     reapFinished();
-  } else if (h.seq >= next_seq_) {
+  } else if (notStarted(h.seq)) {
     // The operation failed on the reducer before this rank posted it (another rank's arguments
     // differed): fail it as soon as it is posted.
     early_errors_[h.seq] = {status, text};
@@ -322,6 +331,7 @@ void Communicator::onTick() {
   if (holding_failure_ && now >= notice_deadline_) releaseFailure();
   if (hellos_sent_ && joined_links_ < links_.size()) retryConnections(now);
   heartbeat(now);
+  tryRejoins(now);
   for (auto& op : snapshot()) op->onTick(now);
   p2p_->onTick(now);
   reapFinished();
@@ -396,7 +406,12 @@ rdResult_t Communicator::postAs(const OpDesc& asked, rdAlgorithm_t algorithm,
   transport_->post([this, desc, req, entry] {
     uint64_t seq = next_seq_++;
     if (completeIfFailed(*req)) return;
-    startOp(entry->make(this, desc, seq, req));
+    auto op = entry->make(this, desc, seq, req);
+    if (resumes_pending_ > 0 || !held_.empty()) {
+      held_.push_back(std::move(op));  // a replacement reducer is being admitted
+      return;
+    }
+    startOp(op);
   });
   return rdSuccess;
 }
@@ -450,6 +465,8 @@ void Communicator::startOp(const std::shared_ptr<Operation>& op) {
     early_.erase(early);
     for (auto& m : messages) {
       if (raw->finished()) break;
+      // A result a reducer lost since sent early: its chunk was re-routed (docs/failover.md).
+      if (lost_conns_.count(m.conn) != 0) continue;
       raw->onMessage(m.conn, m.header, m.payload);
     }
   }

@@ -103,9 +103,9 @@ class Communicator {
   // --- failover (comm_failover.cc, docs/failover.md) ---
   /** Whether a lost reducer's chunks go to the others: LIBREDUCE_FAILOVER and 2+ reducers. */
   bool failover() const { return config_.failover && config_.reducers.size() > 1; }
-  /** The reducer that serves chunk @p k of operation @p seq among those still alive. */
-  uint32_t route(uint64_t seq, uint64_t k) const { return wire::routeChunk(k, seq, alive_); }
-  /** Whether data reducer @p m is still in the communicator. */
+  /** The reducer that serves chunk @p k of operation @p seq among those alive for it. */
+  uint32_t route(uint64_t seq, uint64_t k) { return wire::routeChunk(k, seq, aliveFor(seq)); }
+  /** Whether data reducer @p m is in the communicator now. */
   bool reducerAlive(uint32_t m) const { return alive_.at(m) != 0; }
   /** Sends a header-only message about operation @p seq to reducer (or rendezvous) @p m if alive.
    */
@@ -173,6 +173,8 @@ class Communicator {
   static constexpr std::chrono::milliseconds kConnectRetry{200};
   void onMessage(transport::ConnId conn, const void* header, size_t len, transport::Payload p);
   void onJoinMessage(uint32_t link, const wire::Header& h, transport::Payload& p);
+  // Whether the kWelcome on link @p index carries the reducer's proof of the job secret.
+  bool reducerProved(uint32_t index, const transport::Payload& welcome);
   void onFailure(transport::ConnId conn, rdResult_t status, const std::string& reason);
   void onRingFailure(transport::ConnId conn, const std::string& reason);
   void onRingHello(transport::ConnId conn, const wire::Header& h);
@@ -188,6 +190,21 @@ class Communicator {
   // Sends this rank's heartbeats and fails the communicator on a reducer that stopped sending
   // its own (comm_heartbeat.cc).
   void heartbeat(Clock::time_point now);
+  // --- re-admission of a replacement reducer (comm_rejoin.cc, docs/failover.md) ---
+  // The reducers that serve operation @p seq: the live ones admitted at or before it.
+  const std::vector<uint8_t>& aliveFor(uint64_t seq);
+  // Connects again to lost reducers whose retry time came.
+  void tryRejoins(Clock::time_point now);
+  // A join message from a reducer this rank is rejoining (link @p index).
+  void onRejoinMessage(uint32_t index, const wire::Header& h, transport::Payload& p);
+  // The rejoin of reducer @p m failed (refused, no answer, connection lost): tries again later.
+  void rejoinFailed(uint32_t m, const std::string& why);
+  // Whether reducer @p m is lost and this rank is trying to get it back.
+  bool rejoining(uint32_t m) const { return failover() && m < servers() && alive_[m] == 0; }
+  // Starts the operations held while replacements were being admitted, once none is.
+  void releaseHeld();
+  // Whether operation @p seq has not started here yet (its messages wait in early_).
+  bool notStarted(uint64_t seq) const;
   void startOp(const std::shared_ptr<Operation>& op);
   // Whether the tuner picks the algorithm of @p desc (auto, with reducers, an all-reduce).
   bool tuned(const OpDesc& desc) const;
@@ -231,6 +248,21 @@ class Communicator {
   std::deque<uint64_t> released_ops_;
   std::set<transport::ConnId> lost_conns_;  // closed for a lost reducer: late news is ignored
   static constexpr size_t kReleasedOpsKept = 256;
+  // Re-admission: per data reducer, where its rejoin stands; the first operation it serves
+  // (0 = since the join); operations posted while a replacement waited for every rank.
+  struct Rejoin {
+    enum class Stage { kIdle, kConnecting, kResumed } stage = Stage::kIdle;
+    Clock::time_point retry_at{};  // kIdle: connect then
+    Clock::time_point deadline{};  // kConnecting, kResumed: give up then
+    uint64_t resume_seq = 0;       // kResumed: the first operation this rank held
+  };
+  std::vector<Rejoin> rejoins_;
+  std::vector<uint64_t> admitted_from_;
+  std::vector<uint8_t> alive_scratch_;
+  std::deque<std::shared_ptr<Operation>> held_;
+  uint32_t resumes_pending_ = 0;
+  static constexpr std::chrono::milliseconds kRejoinRetry{1000};
+  static constexpr std::chrono::milliseconds kRejoinAnswer{5000};
   Clock::time_point heartbeat_sent_{};  // progress thread
   uint64_t next_seq_ = 0;               // progress thread
   std::mutex tuner_mu_;  // callers of post() that go through the tuner, one at a time

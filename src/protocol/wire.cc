@@ -39,7 +39,7 @@ const char* typeName(uint8_t type) {
   static const char* const kNames[] = {"invalid", "hello",    "challenge", "auth",   "welcome",
                                        "joined",  "reject",   "data",      "result", "ack",
                                        "error",   "leave",    "ring",      "p2p",    "heartbeat",
-                                       "landed",  "released", "done"};
+                                       "landed",  "released", "done",      "resume"};
   return type <= static_cast<uint8_t>(MsgType::kLast) ? kNames[type] : "invalid";
 }
 
@@ -71,7 +71,7 @@ rdResult_t parseHeader(const void* data, size_t len, size_t payload_len, Header*
   }
   if (h.rank >= h.nranks) return reject(why, "rank " + std::to_string(h.rank) + " out of range");
   if ((type == MsgType::kHeartbeat || type == MsgType::kLanded || type == MsgType::kReleased ||
-       type == MsgType::kDone) &&
+       type == MsgType::kDone || type == MsgType::kResume) &&
       h.payload_bytes != 0) {
     return reject(why, std::string(typeName(h.type)) + " with a payload");
   }

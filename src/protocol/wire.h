@@ -21,7 +21,8 @@ constexpr uint32_t kMagic = 0x31584452;  // "RDX1" in memory order
 // 6: point-to-point messages between workers (kP2P).
 // 7: heartbeats (kHeartbeat) and HelloBody.heartbeat_ms.
 // 8: reducer failover (docs/failover.md): kFlagHeldResult, kLanded, kReleased, kDone.
-constexpr uint16_t kVersion = 8;
+// 9: re-admission of a replacement reducer: kFlagRejoin, kResume.
+constexpr uint16_t kVersion = 9;
 // Hard cap on any payload: a chunk (LIBREDUCE_CHUNK_BYTES range).
 constexpr uint64_t kMaxPayloadBytes = limits::kMaxChunkBytes;
 constexpr uint64_t kMaxControlBytes = 64ull << 10;
@@ -61,7 +62,12 @@ enum class MsgType : uint8_t {
   kLanded = 15,    // worker -> release reducer: every answer of the operation is here
   kReleased = 16,  // reducer -> worker: every rank said kLanded; the buffers may go back
   kDone = 17,      // worker -> reducers, after a loss: this rank completed the operation
-  kLast = kDone
+  // Re-admission (docs/failover.md), header only: after its welcome, a rank that rejoins a
+  // replacement reducer names the first operation it has not started (Header.seq) and holds
+  // operations from there; the replacement's kJoined then carries in Header.seq the first
+  // operation it serves, the largest of those numbers.
+  kResume = 18,  // worker -> replacement reducer
+  kLast = kResume
 };
 
 enum class Coll : uint8_t {
@@ -94,6 +100,9 @@ enum : uint16_t {
   // Every message of a communicator that runs failover's release round (the join checks that
   // all ranks agree, as for kFlagDeterministic).
   kFlagFailover = 64,
+  // kHello of a rank rejoining a reducer it lost (a replacement at the same address): the
+  // reducer admits itself to a running communicator at an operation boundary (kResume).
+  kFlagRejoin = 128,
 };
 
 // 72 bytes, host (little-endian) byte order: every supported host is little-endian.

@@ -134,6 +134,11 @@ ReduceComm::Outcome ReduceComm::contribute(const wire::Header& h, uint32_t conn_
       !wire::checkCompression(h, wire::wireDtypeOfHelloFlags(flags_), why)) {
     return Outcome::kBadFrame;
   }
+  if (h.seq < first_seq_) {
+    *why = "operation " + std::to_string(h.seq) + " precedes " + std::to_string(first_seq_) +
+           ", the first this replacement reducer serves";
+    return Outcome::kBadFrame;
+  }
   if (failed()) {
     payload.discard();
     sendTo(h.rank, errorHeader(h.seq, rdRemoteError), failure_);
@@ -406,6 +411,7 @@ void ReduceComm::sendResults(const std::shared_ptr<Slot>& slot) {
   out.flags &= ~wire::kFlagHeldResult;
   removeSlot({slot->sig.seq, slot->sig.chunk});
   slot->dead = true;
+  ++chunks_served_;
   // Sends may complete inline (acks, small results): hold the buffer until all are posted.
   ++slot->sends;
   for (uint32_t r = 0; r < shape_.nranks; ++r) {
@@ -557,7 +563,23 @@ bool ReduceComm::isDone(uint64_t seq, uint32_t rank) const {
   return it != done_.end() && rank < it->second.size() && it->second[rank] != 0;
 }
 
+bool ReduceComm::resume(uint32_t rank, uint64_t seq) {
+  resumed_.resize(shape_.nranks, 0);
+  if (resumed_[rank] == 0) first_seq_ = std::max(first_seq_, seq);
+  resumed_[rank] = 1;
+  return !waitingForResume();
+}
+
+bool ReduceComm::waitingForResume() const {
+  if (!rejoining_) return false;
+  return resumed_.size() < shape_.nranks ||
+         std::any_of(resumed_.begin(), resumed_.end(), [](uint8_t r) { return r == 0; });
+}
+
 void ReduceComm::landed(uint32_t rank, uint64_t seq) {
+  // Operations before a replacement's first are none of its business (a rank tells every live
+  // reducer of the operations it completed).
+  if (seq < first_seq_) return;
   if (failed() || !mark(landed_, seq, rank, shape_.nranks, kOpsRemembered)) return;
   landed_.erase(seq);
   // Every rank holds every result of the operation: chunks of it still here (re-routed after
@@ -570,7 +592,7 @@ void ReduceComm::landed(uint32_t rank, uint64_t seq) {
 }
 
 void ReduceComm::done(uint32_t rank, uint64_t seq) {
-  if (failed()) return;
+  if (failed() || seq < first_seq_) return;
   mark(done_, seq, rank, shape_.nranks, kOpsRemembered);
   for (auto& slot : slotsOf(seq)) finishIfComplete(slot);
   landed(rank, seq);  // a rank that completed had every answer

@@ -92,6 +92,17 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   uint32_t joined = 0;
   Clock::time_point join_deadline;
 
+  // --- re-admission of a replacement reducer (docs/failover.md) ---
+  /** This reducer replaces one the ranks lost: it joins at an operation boundary (kResume). */
+  void startRejoin() { rejoining_ = true; }
+  bool rejoining() const { return rejoining_; }
+  /** @p rank starts operation @p seq next; true once every rank said so. */
+  bool resume(uint32_t rank, uint64_t seq);
+  /** A replacement still waits for some rank's kResume. */
+  bool waitingForResume() const;
+  /** The first operation this reducer serves: 0, or for a replacement the largest kResume. */
+  uint64_t firstSeq() const { return first_seq_; }
+
   const wire::CommShape& shape() const { return shape_; }
   wire::CommShape& mutableShape() { return shape_; }
   std::vector<RankLink>& ranks() { return ranks_; }
@@ -100,6 +111,8 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   uint16_t flags() const { return flags_; }
   bool failed() const { return !failure_.empty(); }
   size_t slotCount() const { return slots_.size(); }
+  /** Chunks whose result (or acknowledgement) went out. */
+  uint64_t chunksServed() const { return chunks_served_; }
 
   /** Sends a header-only (or short text) message to @p rank (on its result channel if asked). */
   void sendTo(uint32_t rank, wire::Header h, const std::string& body = std::string(),
@@ -158,6 +171,10 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   std::map<uint64_t, std::vector<uint8_t>> landed_;
   std::map<uint64_t, std::vector<uint8_t>> done_;
   static constexpr size_t kOpsRemembered = 4096;
+  bool rejoining_ = false;
+  std::vector<uint8_t> resumed_;  // per rank, for a replacement
+  uint64_t first_seq_ = 0;
+  uint64_t chunks_served_ = 0;
 };
 
 }  // namespace rd::server

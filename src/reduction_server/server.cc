@@ -88,9 +88,13 @@ ServerStats ReductionServer::stats() {
   transport_->runSync([&] {
     s.communicators = comms_.size();
     s.connections = peers_.size();
-    for (auto& [id, comm] : comms_) s.slots += comm->slotCount();
+    for (auto& [id, comm] : comms_) {
+      s.slots += comm->slotCount();
+      s.chunks_served += comm->chunksServed();
+    }
     s.waiting_for_memory = waiting_.size();
     s.memory_in_use = pool_.inUse();
+    s.joins_refused = joins_refused_;
     return rdSuccess;
   });
   return s;
@@ -103,6 +107,7 @@ void ReductionServer::onAccept(transport::ConnId conn, const std::string& peer) 
 
 void ReductionServer::reject(transport::ConnId conn, const wire::Header& h, rdResult_t status,
                              const std::string& reason) {
+  ++joins_refused_;
   RD_LOG_WARN("reducer %s: refused rank %u of comm %016llx from %s: %s", address_.c_str(), h.rank,
               static_cast<unsigned long long>(h.comm_id), transport_->peerName(conn).c_str(),
               reason.c_str());
@@ -139,6 +144,11 @@ void ReductionServer::onMessage(transport::ConnId conn, const void* header, size
     } else {
       peer.comm->done(peer.hello.rank, h.seq);
     }
+    return;
+  }
+  if (type == wire::MsgType::kResume && peer.state == State::kJoined && !peer.resultChannel() &&
+      peer.comm->rejoining() && peer.comm->shape().epoch == 0) {
+    onResume(peer, h);
     return;
   }
   if (type == wire::MsgType::kHello && peer.state == State::kNew) {
@@ -214,7 +224,9 @@ void ReductionServer::onAuth(transport::ConnId conn, Peer& peer, transport::Payl
 void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
   const wire::Header& h = peer.hello;
   const bool results = peer.resultChannel();
-  const auto flags = static_cast<uint16_t>(h.flags & ~wire::kFlagResultChannel);
+  const bool rejoin = (h.flags & wire::kFlagRejoin) != 0;
+  const auto flags =
+      static_cast<uint16_t>(h.flags & ~(wire::kFlagResultChannel | wire::kFlagRejoin));
   auto it = comms_.find(h.comm_id);
   std::shared_ptr<ReduceComm> comm;
   if (it == comms_.end()) {
@@ -233,14 +245,19 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
                                         limits::heartbeatPeriodMs(peer.body.heartbeat_ms), flags,
                                         transport_.get(), &pool_, executor_.get(), address_);
     comm->join_deadline = Clock::now() + std::chrono::milliseconds(timeout);
+    if (rejoin) comm->startRejoin();
     comms_[h.comm_id] = comm;
-    RD_LOG_INFO("reducer %s: comm %016llx: first rank joining (%u ranks, timeout %u ms)",
-                address_.c_str(), static_cast<unsigned long long>(h.comm_id), h.nranks, timeout);
+    RD_LOG_INFO("reducer %s: comm %016llx: first rank %s (%u ranks, timeout %u ms)",
+                address_.c_str(), static_cast<unsigned long long>(h.comm_id),
+                rejoin ? "rejoining, as a replacement" : "joining", h.nranks, timeout);
   } else {
     comm = it->second;
     std::string problem;
     if (comm->failed() || comm->shape().epoch != 0) {
       problem = "communicator already running or failed; create a new one";
+    } else if (comm->rejoining() != rejoin) {
+      problem = rejoin ? "it rejoins a reducer the other ranks join afresh"
+                       : "it joins afresh a reducer the other ranks rejoin";
     } else if (comm->shape().nranks != h.nranks) {
       problem = "rank count " + std::to_string(h.nranks) + " differs from the other ranks' " +
                 std::to_string(comm->shape().nranks);
@@ -280,20 +297,37 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
   }
   peer.comm = comm;
   peer.state = Peer::State::kJoined;
-  if (++comm->joined < 2 * h.nranks) return;  // every rank's data and result channel
-  comm->mutableShape().epoch = next_epoch_++;
-  for (RankLink& rank : comm->ranks()) rank.last_heard = Clock::now();
+  ++comm->joined;
+  finishJoin(*comm);
+}
+
+void ReductionServer::onResume(Peer& peer, const wire::Header& h) {
+  ReduceComm& comm = *peer.comm;
+  if (comm.resume(peer.hello.rank, h.seq)) finishJoin(comm);
+}
+
+void ReductionServer::finishJoin(ReduceComm& comm) {
+  const uint32_t nranks = comm.shape().nranks;
+  if (comm.joined < 2 * nranks || comm.waitingForResume()) return;
+  comm.mutableShape().epoch = next_epoch_++;
+  for (RankLink& rank : comm.ranks()) rank.last_heard = Clock::now();
   std::vector<std::string> addresses;
-  for (const auto& rank : comm->ranks()) addresses.push_back(rank.address);
-  std::string list = wire::encodeAddresses(addresses.data(), h.nranks);
+  for (const auto& rank : comm.ranks()) addresses.push_back(rank.address);
+  std::string list = wire::encodeAddresses(addresses.data(), nranks);
   wire::Header j =
-      wire::makeHeader(wire::MsgType::kJoined, h.comm_id, comm->shape().epoch, 0, h.nranks);
-  for (uint32_t r = 0; r < h.nranks; ++r) {
-    comm->sendTo(r, j, list);
-    comm->sendTo(r, j, list, /*result_channel=*/true);
+      wire::makeHeader(wire::MsgType::kJoined, comm.shape().comm_id, comm.shape().epoch, 0, nranks);
+  j.seq = comm.firstSeq();
+  for (uint32_t r = 0; r < nranks; ++r) {
+    comm.sendTo(r, j, list);
+    comm.sendTo(r, j, list, /*result_channel=*/true);
+  }
+  if (comm.rejoining()) {
+    RD_LOG_INFO("reducer %s: comm %016llx: admitted as a replacement from operation %llu",
+                address_.c_str(), static_cast<unsigned long long>(comm.shape().comm_id),
+                static_cast<unsigned long long>(comm.firstSeq()));
   }
   RD_LOG_INFO("reducer %s: comm %016llx ready with %u ranks", address_.c_str(),
-              static_cast<unsigned long long>(h.comm_id), h.nranks);
+              static_cast<unsigned long long>(comm.shape().comm_id), nranks);
 }
 
 void ReductionServer::onData(transport::ConnId conn, Peer& peer, const wire::Header& h,

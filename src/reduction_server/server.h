@@ -36,6 +36,8 @@ struct ServerStats {
   size_t slots = 0;
   size_t waiting_for_memory = 0;
   uint64_t memory_in_use = 0;
+  uint64_t chunks_served = 0;  // by the communicators still here
+  uint64_t joins_refused = 0;  // since start: bad secret, mismatched settings, ...
 };
 
 class ReductionServer {
@@ -79,6 +81,11 @@ class ReductionServer {
   void onHello(transport::ConnId conn, Peer& peer, const wire::Header& h, transport::Payload& p);
   void onAuth(transport::ConnId conn, Peer& peer, transport::Payload& p);
   void joinComm(transport::ConnId conn, Peer& peer);
+  // A rank rejoining a replacement reducer named the first operation it has not started.
+  void onResume(Peer& peer, const wire::Header& h);
+  // Once every rank's two connections joined (and, for a replacement, every rank resumed):
+  // sends every rank kJoined with the epoch, the ranks' addresses and the first operation.
+  void finishJoin(ReduceComm& comm);
   void onData(transport::ConnId conn, Peer& peer, const wire::Header& h, transport::Payload& p);
   void drainWaiting();
   void reject(transport::ConnId conn, const wire::Header& h, rdResult_t status,
@@ -97,6 +104,7 @@ class ReductionServer {
   std::unordered_map<uint64_t, std::shared_ptr<ReduceComm>> comms_;
   std::deque<Waiting> waiting_;
   uint32_t next_epoch_ = 1;
+  uint64_t joins_refused_ = 0;
   bool drain_posted_ = false;
 };
 

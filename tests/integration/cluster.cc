@@ -96,23 +96,32 @@ void Cluster::pump(milliseconds max_wait) {
   }
 }
 
+Reducer Cluster::startReducer(const std::string& listen, const std::vector<std::string>& flags,
+                              const std::map<std::string, std::string>& env) {
+  std::vector<std::string> argv = {RD_REDUCE_SERVER_BIN, "--listen", listen};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  Process* p = spawn(argv, env);
+  EXPECT_TRUE(waitForOutput(p, "LIBREDUCE_REDUCER_READY", milliseconds(20000))) << p->output;
+  size_t at = p->output.find("address=");
+  std::string address;
+  if (at != std::string::npos) {
+    std::istringstream in(p->output.substr(at + 8));
+    in >> address;
+  }
+  return {p, address};
+}
+
 std::vector<Reducer> Cluster::startReducers(int n, const std::vector<std::string>& flags,
                                             const std::map<std::string, std::string>& env) {
   std::vector<Reducer> out;
-  for (int i = 0; i < n; ++i) {
-    std::vector<std::string> argv = {RD_REDUCE_SERVER_BIN, "--listen", "127.0.0.1:0"};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    Process* p = spawn(argv, env);
-    EXPECT_TRUE(waitForOutput(p, "LIBREDUCE_REDUCER_READY", milliseconds(20000))) << p->output;
-    size_t at = p->output.find("address=");
-    std::string address;
-    if (at != std::string::npos) {
-      std::istringstream in(p->output.substr(at + 8));
-      in >> address;
-    }
-    out.push_back({p, address});
-  }
+  for (int i = 0; i < n; ++i) out.push_back(startReducer("127.0.0.1:0", flags, env));
   return out;
+}
+
+Reducer Cluster::replaceReducer(const Reducer& old) {
+  Reducer r = startReducer(old.address, {}, {});
+  EXPECT_EQ(r.address, old.address) << r.process->output;
+  return r;
 }
 
 Process* Cluster::startRaw(const std::vector<std::string>& flags) {

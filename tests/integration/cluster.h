@@ -37,6 +37,12 @@ class Cluster {
   std::vector<Reducer> startReducers(int n, const std::vector<std::string>& flags = {},
                                      const std::map<std::string, std::string>& env = {});
 
+  /**
+   * Starts a reducer at @p old's address (after @p old died, as reducectl replaces one) and
+   * waits until it is ready; fails the test if it is not in 20 s.
+   */
+  Reducer replaceReducer(const Reducer& old);
+
   /** Starts reduce-server with exactly @p flags (no --listen added); does not wait. */
   Process* startRaw(const std::vector<std::string>& flags);
 
@@ -79,6 +85,9 @@ class Cluster {
   const std::string& dir() const { return dir_; }
 
  private:
+  // Starts one reducer listening on @p listen ("host:port") and waits until it is ready.
+  Reducer startReducer(const std::string& listen, const std::vector<std::string>& flags,
+                       const std::map<std::string, std::string>& env);
   Process* spawn(const std::vector<std::string>& argv,
                  const std::map<std::string, std::string>& env);
   void pump(std::chrono::milliseconds max_wait);  // reads output, reaps exits

@@ -42,6 +42,9 @@ struct Options {
   // Print "worker R: N operations done" after each of these many (a comma-separated list).
   std::vector<int> announce_after;
   bool report_times = false;  // print the median and the slowest operations' times at the end
+  // Print the median time of the collective calls alone (no input or check) in each of these
+  // ranges of operations ("0-99,400-499"), to compare rates before and after a fault.
+  std::vector<std::pair<int, int>> report_windows;
   // On an API error: wait until this file exists, destroy the communicator, say how long it
   // took, exit 2. Without it the process leaves at once.
   std::string destroy_after_file;
@@ -106,6 +109,18 @@ struct Check {
   rdComm_t comm = nullptr;
   int rank = 0, nranks = 1;
   long checks = 0, failed = 0;
+  std::vector<double> call_ms;  // per operation: the collective call alone
+
+  // Runs one collective call, timing it into call_ms.
+  template <typename Call>
+  rdResult_t timed(Call call) {
+    auto began = std::chrono::steady_clock::now();
+    rdResult_t st = call();
+    call_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began)
+            .count());
+    return st;
+  }
   uint64_t salt = 0;
 
   void apiError(rdResult_t st, const char* what) {
@@ -249,7 +264,7 @@ struct Check {
     if (coll == "allreduce") {
       std::vector<char> out(mine.size());
       void* dst = in_place ? mine.data() : out.data();
-      st = rdAllReduce(mine.data(), dst, count, d, op, comm);
+      st = timed([&] { return rdAllReduce(mine.data(), dst, count, d, op, comm); });
       if (st != rdSuccess) apiError(st, "rdAllReduce");
       mix(dst, count * esize);
       report("allreduce", d, op, count, in_place,
@@ -257,7 +272,7 @@ struct Check {
     } else if (coll == "reducescatter") {
       std::vector<char> out(count * esize + 1);
       void* dst = in_place ? mine.data() + static_cast<size_t>(rank) * count * esize : out.data();
-      st = rdReduceScatter(mine.data(), dst, count, d, op, comm);
+      st = timed([&] { return rdReduceScatter(mine.data(), dst, count, d, op, comm); });
       if (st != rdSuccess) apiError(st, "rdReduceScatter");
       auto want = expectedReduction(count * nranks, d, op);
       report("reducescatter", d, op, count, in_place,
@@ -270,7 +285,7 @@ struct Check {
                     count * esize);
         src = out.data() + static_cast<size_t>(rank) * count * esize;
       }
-      st = rdAllGather(src, out.data(), count, d, comm);
+      st = timed([&] { return rdAllGather(src, out.data(), count, d, comm); });
       if (st != rdSuccess) apiError(st, "rdAllGather");
       size_t wrong = 0;
       for (int r = 0; r < nranks; ++r) {
@@ -284,18 +299,30 @@ struct Check {
       int root = static_cast<int>(salt % static_cast<uint64_t>(nranks));
       std::vector<char> out(mine.size());
       void* dst = in_place ? mine.data() : out.data();
-      st = rdBroadcast(mine.data(), dst, count, d, root, comm);
+      st = timed([&] { return rdBroadcast(mine.data(), dst, count, d, root, comm); });
       if (st != rdSuccess) apiError(st, "rdBroadcast");
       std::vector<char> theirs;
       fill(&theirs, root, count, d, op, o.random, salt);
       report("broadcast", d, op, count, in_place, compare(dst, theirs.data(), count, d, rdMax));
     } else if (coll == "barrier") {
-      st = rdBarrier(comm);
+      st = timed([&] { return rdBarrier(comm); });
       if (st != rdSuccess) apiError(st, "rdBarrier");
       ++checks;
     }
   }
 };
+
+// "worker R: operations A-B: median X ms" per window: the collective calls alone.
+void reportWindows(int rank, const std::vector<std::pair<int, int>>& windows,
+                   const std::vector<double>& call_ms) {
+  for (const auto& [from, to] : windows) {
+    if (from < 0 || to < from || static_cast<size_t>(to) >= call_ms.size()) continue;
+    std::vector<double> w(call_ms.begin() + from, call_ms.begin() + to + 1);
+    std::sort(w.begin(), w.end());
+    std::printf("worker %d: operations %d-%d: median %.2f ms\n", rank, from, to, w[w.size() / 2]);
+  }
+  std::fflush(stdout);
+}
 
 // "worker R: median X ms; slowest: #i Y ms, ...": what a fault cost, next to a normal operation.
 void reportTimes(int rank, std::vector<std::pair<double, int>> times) {
@@ -340,6 +367,11 @@ int main(int argc, char** argv) {
       o.id_reducers = v;
     } else if (a == "--announce-after") {
       for (auto& s : split(v)) o.announce_after.push_back(std::atoi(s.c_str()));
+    } else if (a == "--report-windows") {
+      for (auto& w : split(v)) {
+        auto dash = w.find('-');
+        o.report_windows.emplace_back(std::atoi(w.c_str()), std::atoi(w.c_str() + dash + 1));
+      }
     } else if (a == "--destroy-after-file") {
       o.destroy_after_file = v;
     } else if (a == "--random") {
@@ -422,6 +454,7 @@ int main(int argc, char** argv) {
     }
   }
   if (o.report_times && !times.empty()) reportTimes(c.rank, times);
+  reportWindows(c.rank, o.report_windows, c.call_ms);
   if (o.print_hash)
     std::printf("worker %d: hash %016llx\n", c.rank, static_cast<unsigned long long>(c.hash));
   std::printf("worker %d: %ld checks, %ld failed\n", c.rank, c.checks, c.failed);

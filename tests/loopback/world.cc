@@ -23,19 +23,27 @@ struct Buffers {
   std::vector<char> send, recv;
 };
 
+std::unique_ptr<server::ReductionServer> startReducer(
+    const WorldOptions& options, int m, uint16_t port, const std::string& secret,
+    std::shared_ptr<transport::ProgressEngine> e) {
+  server::ServerOptions so;
+  so.host = "reducer" + std::to_string(m);
+  so.port = port;
+  so.secret = secret;
+  so.memory_limit = options.reducer_memory;
+  so.transport = "loopback";
+  so.engine = std::move(e);
+  std::unique_ptr<server::ReductionServer> s;
+  EXPECT_EQ(server::ReductionServer::start(so, &s), rdSuccess) << lastError();
+  return s;
+}
 }  // namespace
 
 World::World(WorldOptions options) : options_(std::move(options)), comm_id_(freshCommId()) {
   engine_ = transport::ProgressEngine::create(0);
   for (int m = 0; m < options_.reducers; ++m) {
-    server::ServerOptions so;
-    so.host = "reducer" + std::to_string(m);
-    so.secret = options_.secret;
-    so.memory_limit = options_.reducer_memory;
-    so.transport = "loopback";
-    so.engine = engine_;
-    std::unique_ptr<server::ReductionServer> s;
-    EXPECT_EQ(server::ReductionServer::start(so, &s), rdSuccess) << lastError();
+    std::unique_ptr<server::ReductionServer> s =
+        startReducer(options_, m, 0, options_.secret, engine_);
     addresses_.push_back(s ? s->address() : "");
     reducers_.push_back(std::move(s));
   }
@@ -242,6 +250,14 @@ std::vector<Outcome> World::run(Collective coll, size_t count, rdDataType_t dtyp
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+void World::replaceReducer(int m, const std::string& secret) {
+  reducers_.at(m).reset();  // frees its address
+  const std::string& address = addresses_.at(m);
+  auto port = static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+  reducers_[m] = startReducer(options_, m, port, secret, engine_);
+  EXPECT_TRUE(reducers_[m] && reducers_[m]->address() == address);
 }
 
 }  // namespace rd::test

@@ -98,6 +98,13 @@ class World {
   /** Destroys rank @p r's communicator now (it leaves; others see it gone). */
   void destroyRank(int r);
 
+  /**
+   * Replaces reducer @p m (killed or frozen before) with a fresh one listening at the same
+   * address, as reducectl restarts a reducer: the ranks admit it again (docs/failover.md).
+   */
+  void replaceReducer(int m, const std::string& secret);
+  void replaceReducer(int m) { replaceReducer(m, options_.secret); }
+
  private:
   WorldOptions options_;
   std::shared_ptr<transport::ProgressEngine> engine_;

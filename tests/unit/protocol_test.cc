@@ -259,7 +259,7 @@ TEST(WireHeader, HeartbeatsCarryNoPayload) {
   EXPECT_TRUE(headerAccepted(h, 0));
   h.payload_bytes = 1;
   EXPECT_TRUE(headerRejected(h, 1, "heartbeat with a payload"));
-  for (MsgType t : {MsgType::kLanded, MsgType::kReleased, MsgType::kDone}) {
+  for (MsgType t : {MsgType::kLanded, MsgType::kReleased, MsgType::kDone, MsgType::kResume}) {
     Header n = makeHeader(t, kCommId, 3, 0, kRanks);
     EXPECT_TRUE(headerAccepted(n, 0));
     n.payload_bytes = 8;
