@@ -14,7 +14,8 @@ The data is synthetic (four Gaussian classes in 16 dimensions, the same on every
 rank trains on its shard). Rank 0 prints the loss and test accuracy after every epoch; the
 program exits 1 if the final accuracy is below --min-accuracy. --wire-dtype bf16 sends the
 float32 gradients to the reducers as bfloat16 (summed there in float32); --history FILE writes
-rank 0's per-epoch loss and accuracy as JSON.
+rank 0's per-epoch loss and accuracy as JSON. --deterministic makes every run give the same
+bits (through a reducer failover as well); --params-out FILE writes rank 0's final parameters.
 
 As a hyperparameter-tuning trial (CLOUD_ML_HP_METRIC_FILE names the metrics file), rank 0 also
 reports the test accuracy after every epoch under the tag "accuracy" (global step = epoch, from
@@ -80,9 +81,16 @@ def main():
     parser.add_argument("--wire-dtype", choices=["none", "bf16", "fp16"],
                         help="wire compression of the gradients (default: LIBREDUCE_WIRE_DTYPE)")
     parser.add_argument("--history", help="rank 0 writes the per-epoch loss and accuracy here")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="the same bits on every run: deterministic torch kernels, and the "
+                             "reducers sum in rank order (LIBREDUCE_DETERMINISTIC=1)")
+    parser.add_argument("--params-out", help="rank 0 writes the final parameters' bytes here")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
+    if args.deterministic:
+        os.environ["LIBREDUCE_DETERMINISTIC"] = "1"
+        torch.use_deterministic_algorithms(True)
     if args.wire_dtype:
         libreduce.torch.set_options(wire_dtype=args.wire_dtype)
     dist.init_process_group(args.backend)
@@ -126,6 +134,10 @@ def main():
             reporter.report_hyperparameter_tuning_metric("accuracy", accuracy,
                                                          global_step=epoch + 1)
     dist.barrier()
+    if rank == 0 and args.params_out:
+        with open(args.params_out, "wb") as f:
+            for p in model.module.parameters():
+                f.write(p.detach().numpy().tobytes())
     if rank == 0 and args.history:
         with open(args.history, "w") as f:
             json.dump({"wire_dtype": args.wire_dtype, "ranks": size, "epochs": history}, f)

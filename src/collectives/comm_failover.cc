@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "collectives/communicator.h"
+#include "common/events.h"
+#include "common/json_text.h"
 #include "common/log.h"
 
 namespace rd::coll {
@@ -19,6 +21,26 @@ void Communicator::releasedOp(uint64_t seq) {
   if (released_ops_.size() > kReleasedOpsKept) released_ops_.pop_front();
 }
 
+std::string Communicator::eventFields(uint32_t m) const {
+  return "\"rank\": " + std::to_string(config_.rank) + ", \"reducer\": " + std::to_string(m) +
+         ", \"address\": " + jsonString(links_[m].address);
+}
+
+void Communicator::checkRecoveries() {
+  const uint64_t oldest = ops_.empty() ? UINT64_MAX : ops_.begin()->first;
+  for (auto it = recoveries_.begin(); it != recoveries_.end();) {
+    if (oldest < it->first_unaffected) {
+      ++it;
+      continue;
+    }
+    auto stalled =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - it->lost_at);
+    events::record("reducerRecovered", eventFields(it->reducer) +
+                                           ", \"stalledMs\": " + std::to_string(stalled.count()));
+    it = recoveries_.erase(it);
+  }
+}
+
 void Communicator::reducerLost(uint32_t m, rdResult_t status, const std::string& why) {
   if (m >= alive_.size() || alive_[m] == 0) return;
   lost_.push_back(reducerName(m) + ": " + why);
@@ -32,6 +54,13 @@ void Communicator::reducerLost(uint32_t m, rdResult_t status, const std::string&
   }
   RD_LOG_WARN("rank %u: %s; its chunks go to the other reducers", config_.rank,
               lost_.back().c_str());
+  // What the failover cost: how long the reducer was silent before it was found lost, and
+  // (once they complete) how long the operations in flight took from then on.
+  const auto now = Clock::now();
+  const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(
+      now - std::max(links_[m].last_heard, links_[m + servers()].last_heard));
+  events::record("reducerLost", eventFields(m) + ", \"reason\": " + jsonString(why) +
+                                    ", \"silentMs\": " + std::to_string(silent.count()));
   for (uint32_t link : {m, m + servers()}) {
     transport::ConnId conn = links_[link].conn;
     links_[link].conn = 0;
@@ -42,7 +71,8 @@ void Communicator::reducerLost(uint32_t m, rdResult_t status, const std::string&
     transport_->close(conn);
   }
   rejoins_[m] = Rejoin{};
-  rejoins_[m].retry_at = Clock::now() + kRejoinRetry;
+  rejoins_[m].retry_at = now + kRejoinRetry;
+  recoveries_.push_back(Recovery{m, now, held_.empty() ? next_seq_ : held_.front()->seq()});
   // Operations this rank completed may be waited on by ranks that learn of the loss later: the
   // survivors hear that this rank holds every result of them (kDone).
   for (uint64_t seq : released_ops_) {

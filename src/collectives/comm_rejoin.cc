@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "collectives/communicator.h"
+#include "common/events.h"
 #include "common/log.h"
 
 namespace rd::coll {
@@ -90,6 +91,8 @@ void Communicator::onRejoinMessage(uint32_t index, const wire::Header& h, transp
     links_[m].last_heard = links_[m + servers()].last_heard = Clock::now();
     RD_LOG_WARN("rank %u: %s is back: it serves operations from %llu on", config_.rank,
                 reducerName(m).c_str(), static_cast<unsigned long long>(admitted_from_[m]));
+    events::record("reducerBack",
+                   eventFields(m) + ", \"fromOperation\": " + std::to_string(admitted_from_[m]));
     releaseHeld();
     return;
   }

@@ -324,6 +324,7 @@ void Communicator::reapFinished() {
   for (auto it = ops_.begin(); it != ops_.end();) {
     it = it->second->finished() ? ops_.erase(it) : std::next(it);
   }
+  if (!recoveries_.empty()) checkRecoveries();
 }
 
 void Communicator::onTick() {

@@ -190,6 +190,10 @@ class Communicator {
   // Sends this rank's heartbeats and fails the communicator on a reducer that stopped sending
   // its own (comm_heartbeat.cc).
   void heartbeat(Clock::time_point now);
+  // Records each loss whose operations in flight all completed (events "reducerRecovered").
+  void checkRecoveries();
+  // Fields of a failover event about reducer @p m: "\"rank\": 0, \"reducer\": 1, ...".
+  std::string eventFields(uint32_t m) const;
   // --- re-admission of a replacement reducer (comm_rejoin.cc, docs/failover.md) ---
   // The reducers that serve operation @p seq: the live ones admitted at or before it.
   const std::vector<uint8_t>& aliveFor(uint64_t seq);
@@ -257,6 +261,13 @@ class Communicator {
     uint64_t resume_seq = 0;       // kResumed: the first operation this rank held
   };
   std::vector<Rejoin> rejoins_;
+  // A loss whose operations in flight (those before first_unaffected) have not all completed.
+  struct Recovery {
+    uint32_t reducer;
+    Clock::time_point lost_at;
+    uint64_t first_unaffected;
+  };
+  std::vector<Recovery> recoveries_;
   std::vector<uint64_t> admitted_from_;
   std::vector<uint8_t> alive_scratch_;
   std::deque<std::shared_ptr<Operation>> held_;

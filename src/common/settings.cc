@@ -201,6 +201,18 @@ constexpr Setting kTable[] = {
      .min = 0,
      .max = 1,
      .choices = {}},
+    {.id = Id::kEventsFile,
+     .name = "events_file",
+     .env = "LIBREDUCE_EVENTS_FILE",
+     .kind = Kind::kString,
+     .default_value = "",
+     .description = "A file each reducer failover is appended to, one JSON object per line "
+                    "(docs/failover.md): a reducer lost, the operations it held up done, a "
+                    "replacement admitted. reducectl sets it for every rank and records the "
+                    "failovers in job.json. Empty: none.",
+     .min = 0,
+     .max = kUnbounded,
+     .choices = {}},
     {.id = Id::kDeterministic,
      .name = "deterministic",
      .env = "LIBREDUCE_DETERMINISTIC",

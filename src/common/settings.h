@@ -30,6 +30,7 @@ enum class Id : int {
   kTimeoutMs,
   kHeartbeatMs,
   kFailover,
+  kEventsFile,
   kDeterministic,
   kListenHost,
   kSpinUs,

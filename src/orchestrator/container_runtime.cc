@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/json_text.h"
 #include "orchestrator/external_command.h"
-#include "orchestrator/json_text.h"
 
 namespace rd::orch {
 namespace {

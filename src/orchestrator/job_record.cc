@@ -4,8 +4,8 @@
 #include <ctime>
 #include <map>
 
+#include "common/json_text.h"
 #include "orchestrator/job_files.h"
-#include "orchestrator/json_text.h"
 
 namespace rd::orch {
 
@@ -62,6 +62,24 @@ std::string jobRecordJson(const JobRecord& record, const std::vector<Replica>& r
   if (!record.slurm_jobs.empty()) {
     out += "  \"slurmJobIds\": " + jsonString(record.slurm_jobs) + ",\n";
   }
+  out += "  \"failovers\": [";
+  for (size_t i = 0; i < record.failovers.size(); ++i) {
+    const FailoverRecord& f = record.failovers[i];
+    char times[400];
+    std::snprintf(times, sizeof times,
+                  ", \"lostAtSeconds\": %.3f, \"replacedAtSeconds\": %.3f, "
+                  "\"replacementReadyAtSeconds\": %.3f, \"silentMs\": %ld, \"stalledMs\": %ld, "
+                  "\"timeLostMs\": %ld, \"readmittedFromOperation\": %ld, "
+                  "\"readmittedAtSeconds\": %.3f",
+                  f.lost_at_s, f.replaced_at_s, f.back_ready_at_s, f.silent_ms, f.stalled_ms,
+                  f.silent_ms >= 0 && f.stalled_ms >= 0 ? f.silent_ms + f.stalled_ms : -1,
+                  f.readmitted_from_op, f.readmitted_at_s);
+    out += i == 0 ? "\n" : ",\n";
+    out += "    {\"reducer\": " + jsonString(f.reducer) +
+           ", \"address\": " + jsonString(f.address) + ", \"cause\": " + jsonString(f.cause) +
+           times + "}";
+  }
+  out += record.failovers.empty() ? "],\n" : "\n  ],\n";
   out += "  \"replicas\": [";
   for (size_t i = 0; i < replicas.size(); ++i) {
     const Replica& r = replicas[i];
@@ -95,6 +113,30 @@ std::string jobSummary(const JobRecord& record, const std::vector<Replica>& repl
     std::string result = r.result.empty() ? "not started" : r.result;
     out.append("  ").append(r.name).append(width - r.name.size() + 2, ' ');
     out.append(result).append("\n");
+  }
+  for (const FailoverRecord& f : record.failovers) {
+    char line[200];
+    std::snprintf(line, sizeof line, "  failover: %s lost at %.1f s (%s)", f.reducer.c_str(),
+                  f.lost_at_s, f.cause.c_str());
+    out += line;
+    if (f.silent_ms >= 0 && f.stalled_ms >= 0) {
+      std::snprintf(line, sizeof line, "; time lost %ld ms (silent %ld, in flight %ld)",
+                    f.silent_ms + f.stalled_ms, f.silent_ms, f.stalled_ms);
+      out += line;
+    }
+    if (f.readmitted_from_op >= 0) {
+      std::snprintf(line, sizeof line, "; replacement serves from operation %ld (%.1f s)",
+                    f.readmitted_from_op, f.readmitted_at_s);
+      out += line;
+    } else if (f.back_ready_at_s >= 0) {
+      std::snprintf(line, sizeof line, "; replacement ready at %.1f s", f.back_ready_at_s);
+      out += line;
+    } else if (f.replaced_at_s >= 0) {
+      out += "; replacement never ready";
+    } else {
+      out += "; not replaced";
+    }
+    out += "\n";
   }
   out += "  logs: " + log_dir + "\n";
   return out;

@@ -34,6 +34,26 @@ struct Replica {
   bool ready = false;          // reducers: its address is in the job's layout
 };
 
+/**
+ * A reducer lost while the job ran, which the ranks went on without (docs/failover.md): when,
+ * why, and its replacement. Times are seconds since the job started; -1 = not (yet).
+ */
+struct FailoverRecord {
+  std::string reducer;  // "reducer-1"
+  std::string address;  // where it listened (and its replacement listens)
+  double lost_at_s = -1;
+  std::string cause;            // "killed by SIGKILL"
+  double replaced_at_s = -1;    // its replacement started
+  double back_ready_at_s = -1;  // the replacement is listening (the ranks re-admit it)
+  // As rank 0 saw it (its LIBREDUCE_EVENTS_FILE; -1 = no event): how long the reducer was
+  // silent before the loss was found, how long the operations in flight then took, and from
+  // which operation a replacement served again.
+  long silent_ms = -1;
+  long stalled_ms = -1;
+  long readmitted_from_op = -1;
+  double readmitted_at_s = -1;
+};
+
 struct JobRecord {
   const JobSpec& spec;
   const JobLayout& layout;
@@ -43,6 +63,7 @@ struct JobRecord {
   double seconds;            // duration
   int restarts;              // restarts used
   std::string slurm_jobs{};  // the Slurm backend: each attempt's Slurm job id, comma-separated
+  std::vector<FailoverRecord> failovers{};
 };
 
 /** "RUNNING 0:12 | primary 1/1 | worker 3/3 | reducer 2/2 | restarts 0/2" */

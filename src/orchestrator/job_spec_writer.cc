@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <string>
 
+#include "common/json_text.h"
 #include "common/settings.h"
-#include "orchestrator/json_text.h"
 
 namespace rd::orch {
 namespace {

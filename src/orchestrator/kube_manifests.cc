@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "orchestrator/json_text.h"
+#include "common/json_text.h"
 #include "orchestrator/machine_types.h"
 #include "orchestrator/replica_env.h"
 

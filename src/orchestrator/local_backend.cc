@@ -15,7 +15,9 @@
 #include <set>
 #include <sstream>
 
+#include "common/settings.h"
 #include "orchestrator/container_runtime.h"
+#include "orchestrator/failover_events.h"
 #include "orchestrator/job_commands.h"
 #include "orchestrator/job_display.h"
 #include "orchestrator/job_files.h"
@@ -36,6 +38,9 @@ namespace {
 constexpr int kReadyPollMs = 100;
 constexpr int kIdlePollMs = 1000;
 constexpr int kEmulatedPort = 29500;  // torchrun's default MASTER_PORT
+// How many times in an attempt a lost reducer is started again (one that keeps dying is left
+// out: the ranks go on with the others).
+constexpr int kReducerReplacements = 3;
 
 // Where the job is in its life. Finishing: the result is known (success), the other replicas get
 // a grace period to end by themselves. Stopping: every replica got SIGTERM and gets SIGKILL at
@@ -65,6 +70,13 @@ class LocalJob {
   void onExit(Replica& r, int status, bool group_lingers = false);
   void closeOutput(pid_t pgid);
   void failOrRestart(Replica& r, const std::string& cause);
+  // A reducer ended while the job ran: with failover the ranks go on with the others, so the
+  // job goes on, and the reducer starts again at its address to be re-admitted. False when
+  // the job cannot go on without it (no failover, or no other reducer left).
+  bool goOnWithout(Replica& r, const std::string& cause);
+  bool ranksFailOver() const;
+  // Replacement reducers whose ready line came (the loop polls while one is awaited).
+  void checkReplacements();
   void pruneLingering();
   void restoreSignals();
   void drain(Replica& r, bool is_stderr, bool final);
@@ -91,6 +103,7 @@ class LocalJob {
   sigset_t old_mask_{};
 
   std::vector<Replica> replicas_;
+  std::vector<FailoverRecord> failovers_;
   std::vector<pid_t> lingering_;  // groups of stopped replicas whose leader already ended
   Phase phase_ = Phase::kProvisioning;
   JobState state_ = JobState::kQueued;
@@ -103,6 +116,7 @@ class LocalJob {
   Clock::time_point job_deadline_ = Clock::time_point::max();
   Clock::time_point phase_deadline_ = Clock::time_point::max();
   std::string started_wall_;
+  double started_epoch_s_ = 0;  // for the ranks' event times
 };
 
 JobResult LocalJob::run() {
@@ -110,6 +124,8 @@ JobResult LocalJob::run() {
   std::string error;
   started_ = Clock::now();
   started_wall_ = wallClockNow();
+  started_epoch_s_ =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   if (!prepare(&error)) {
     display_.note("error: " + error);
     tellDetachedWaiter(&options_.notify_fd, "");
@@ -133,6 +149,11 @@ JobResult LocalJob::run() {
   writeStatus();
   double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   JobRecord record{spec_, layout_, state_, cause_, started_wall_, seconds, restarts_used_};
+  std::string events_warning;
+  mergeRankEvents(log_dir_ + "/" + poolName(rankZeroPool(spec_)) + "-0.events", started_epoch_s_,
+                  &failovers_, &events_warning);
+  if (!events_warning.empty()) display_.note("warning: " + events_warning);
+  record.failovers = failovers_;
   result = reportJobEnd(record, replicas_, log_dir_, cancel_signal_, &display_);
   restoreSignals();
   return result;
@@ -214,6 +235,9 @@ bool LocalJob::launch(Replica& r) {
   const EmulatedHost* host = hostOf(r);
   LaunchRequest req;
   std::vector<std::pair<std::string, std::string>> env = pool.env;
+  // Where the ranks tell of reducer failovers, for the job record (the spec's own setting wins).
+  if (isRankPool(r.id.pool))
+    env.emplace_back("LIBREDUCE_EVENTS_FILE", log_dir_ + "/" + r.name + ".events");
   for (auto& kv : replicaEnvironment(spec_, layout_, r.id)) env.push_back(std::move(kv));
   if (r.id.pool == PoolKind::kReducers) env.emplace_back("LIBREDUCE_READY_FILE", r.ready_file);
   req.env = inheritedEnvironment(environ);
@@ -233,7 +257,11 @@ bool LocalJob::launch(Replica& r) {
     req.argv = podmanRunArgv(pool.container, c);
   } else {
     if (r.id.pool == PoolKind::kReducers && pool.command.empty()) {
-      std::string listen = (host != nullptr ? host->address : "127.0.0.1") + ":0";
+      // A replacement listens where the reducer it replaces did: the ranks connect there.
+      const std::string& known = layout_.addresses[static_cast<int>(r.id.pool)][r.id.index];
+      std::string listen = r.id.restarts > 0 && !known.empty()
+                               ? known
+                               : (host != nullptr ? host->address : "127.0.0.1") + ":0";
       req.argv = {options_.reduce_server, "--listen",         listen, "--ready-file", r.ready_file,
                   "--secret-file",        layout_.secret_file};
     } else {
@@ -314,6 +342,7 @@ void LocalJob::loop() {
   while (phase_ != Phase::kDone) {
     pollOnce(pollTimeoutMs());
     if (phase_ == Phase::kProvisioning) checkProvisioning();
+    if (phase_ == Phase::kRunning) checkReplacements();
     checkDeadlines();
     updateStatus();
   }
@@ -321,6 +350,9 @@ void LocalJob::loop() {
 
 int LocalJob::pollTimeoutMs() const {
   if (phase_ == Phase::kProvisioning) return kReadyPollMs;
+  for (const auto& r : replicas_) {
+    if (r.running && !r.ready && r.id.pool == PoolKind::kReducers) return kReadyPollMs;
+  }
   auto next = std::min(job_deadline_, phase_deadline_);
   auto now = Clock::now();
   if (next <= now) return 0;
@@ -471,7 +503,64 @@ void LocalJob::onExit(Replica& r, int status, bool group_lingers) {
   std::string cause = r.name + " " + (is_reducer && ok ? "exited during the job" : "failed") +
                       " (" + describeWaitStatus(status) + ")";
   if (!r.last_err.empty() && !ok) cause += ": " + r.last_err.back();
+  if (is_reducer && phase_ == Phase::kRunning && goOnWithout(r, describeWaitStatus(status))) return;
   failOrRestart(r, cause);
+}
+
+bool LocalJob::ranksFailOver() const {
+  if (spec_.pool(PoolKind::kReducers).replica_count < 2) return false;
+  // As the ranks get it: reducectl's environment, unless the spec's libreduce settings say.
+  std::string value = settings::rawValue(settings::Id::kFailover);
+  for (const auto& [name, v] : spec_.libreduce_env) {
+    if (name == "LIBREDUCE_FAILOVER") value = v;
+  }
+  return value != "0";
+}
+
+bool LocalJob::goOnWithout(Replica& r, const std::string& cause) {
+  const bool others = std::any_of(replicas_.begin(), replicas_.end(), [&r](const Replica& o) {
+    return o.id.pool == PoolKind::kReducers && &o != &r && o.running && o.ready;
+  });
+  if (!others || !ranksFailOver()) return false;
+  FailoverRecord f;
+  f.reducer = r.name;
+  f.address = layout_.addresses[static_cast<int>(PoolKind::kReducers)][r.id.index];
+  f.lost_at_s = std::chrono::duration<double>(Clock::now() - started_).count();
+  f.cause = cause;
+  // The built-in reducer is started again at the same address; a custom command or container
+  // may listen elsewhere, where the ranks would not look for it.
+  const PoolSpec& pool = spec_.pool(PoolKind::kReducers);
+  const bool replace = pool.command.empty() && pool.container.image_uri.empty() &&
+                       r.id.restarts < kReducerReplacements;
+  std::string note = r.name + " " + cause + ": the ranks go on with the other reducers";
+  r.ready = false;
+  if (replace) {
+    ++r.id.restarts;
+    unlink(r.ready_file.c_str());
+    f.replaced_at_s = f.lost_at_s;
+    note += "; starting a replacement at " + f.address + " (" + std::to_string(r.id.restarts) +
+            " of " + std::to_string(kReducerReplacements) + ")";
+  }
+  display_.note(note);
+  failovers_.push_back(f);
+  if (replace) launch(r);
+  return true;
+}
+
+void LocalJob::checkReplacements() {
+  for (auto& r : replicas_) {
+    if (r.id.pool != PoolKind::kReducers || !r.running || r.ready) continue;
+    std::string address = readyAddress(r.ready_file);
+    if (address.empty()) continue;
+    r.ready = true;
+    for (auto& f : failovers_) {
+      if (f.reducer == r.name && f.back_ready_at_s < 0 && f.replaced_at_s >= 0) {
+        f.back_ready_at_s = std::chrono::duration<double>(Clock::now() - started_).count();
+      }
+    }
+    display_.note(r.name + " replacement listening at " + address +
+                  "; the ranks re-admit it at an operation boundary");
+  }
 }
 
 void LocalJob::failOrRestart(Replica& r, const std::string& cause) {

@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "orchestrator/json_text.h"
+#include "common/json_text.h"
 
 namespace rd::orch {
 namespace {

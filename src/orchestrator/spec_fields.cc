@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "orchestrator/json_text.h"
+#include "common/json_text.h"
 
 namespace rd::orch::spec {
 namespace {

@@ -60,5 +60,11 @@ bool collNetConnect(const CollNetApi& coll, const FileExchange& ex, CollSetup* s
                     ncclResult_t* result);
 /** All-reduces of every dtype and op, several in flight; windowed all-gather / reduce-scatter. */
 bool collNetCollectives(const CollNetApi& coll, const FileExchange& ex, const CollSetup& setup);
+/**
+ * @p iterations verified float32 sum all-reduces of @p count elements, one at a time; prints
+ * "rank R: N collectives done" after the @p announce_after-th (for a test to act then).
+ */
+bool collNetAllReduceLoop(const CollNetApi& coll, const FileExchange& ex, const CollSetup& setup,
+                          int iterations, size_t count, int announce_after);
 
 }  // namespace rd::test

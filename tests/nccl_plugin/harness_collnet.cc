@@ -296,4 +296,19 @@ bool collNetCollectives(const CollNetApi& coll, const FileExchange& ex, const Co
   return true;
 }
 
+bool collNetAllReduceLoop(const CollNetApi& coll, const FileExchange& ex, const CollSetup& setup,
+                          int iterations, size_t count, int announce_after) {
+  for (int i = 1; i <= iterations; ++i) {
+    std::vector<Op> ops;
+    ops.push_back(makeOp(kFloat32, 0, count, ex.rank()));
+    if (!runAllReduces(coll, setup, ex.nranks(), ops)) return false;
+    if (i == announce_after) {
+      std::printf("rank %d: %d collectives done\n", ex.rank(), i);
+      std::fflush(stdout);
+    }
+  }
+  std::printf("rank %d: %d all-reduces ok\n", ex.rank(), iterations);
+  return true;
+}
+
 }  // namespace rd::test

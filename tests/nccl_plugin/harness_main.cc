@@ -7,7 +7,9 @@
 //   --dir DIR          shared directory for the handle exchange
 //   --scenario S       full (default): Net p2p and CollNet collectives, checked;
 //                      connect-error: CollNet connect must fail (no reducers, wrong secret);
-//                      peer-killed: the last rank dies after setup, the others must get errors
+//                      peer-killed: the last rank dies after setup, the others must get errors;
+//                      reducer-lost: 200 verified all-reduces of 1 MiB, through a reducer the
+//                      test kills after the 20th (docs/failover.md)
 #include <dlfcn.h>
 
 #include <csignal>
@@ -74,6 +76,15 @@ bool runConnectError(const LoadedPlugin& p, const FileExchange& ex) {
   return result != ncclSuccess && p.collnet.closeListen(setup.listen) == ncclSuccess;
 }
 
+bool runReducerLost(const LoadedPlugin& p, const FileExchange& ex) {
+  CollSetup setup;
+  ncclResult_t result = ncclSuccess;
+  return collNetConnect(p.collnet, ex, &setup, &result) &&
+         collNetAllReduceLoop(p.collnet, ex, setup, 200, 1 << 18, 20) &&
+         p.collnet.closeColl(setup.comm) == ncclSuccess &&
+         p.collnet.closeListen(setup.listen) == ncclSuccess;
+}
+
 bool runPeerKilled(const LoadedPlugin& p, const FileExchange& ex) {
   NetRing ring;
   CollSetup setup;
@@ -131,7 +142,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, &args) || rank_env == nullptr || size_env == nullptr) {
     std::fprintf(stderr,
                  "usage: RANK=r WORLD_SIZE=n %s --plugin PATH --dir DIR [--version N] "
-                 "[--scenario full|connect-error|peer-killed]\n",
+                 "[--scenario full|connect-error|peer-killed|reducer-lost]\n",
                  argv[0]);
     return 2;
   }
@@ -155,6 +166,8 @@ int main(int argc, char** argv) {
     ok = runConnectError(plugin, ex);
   else if (args.scenario == "peer-killed")
     ok = runPeerKilled(plugin, ex);
+  else if (args.scenario == "reducer-lost")
+    ok = runReducerLost(plugin, ex);
   if (ok && args.scenario == "full") {
     // NCCL dlcloses the plugin after its last communicator; the plugin's threads must survive.
     dlclose(plugin.library);

@@ -163,6 +163,30 @@ TEST(Faults, WrongSecretIsRefused) {
   }
 }
 
+// CollNet all-reduces go on through a reducer killed mid-job (docs/failover.md): every one of
+// the 200 is verified on every rank, and no call returns an error.
+TEST(Faults, CollNetGoesOnThroughALostReducer) {
+  Cluster cluster;
+  auto reducers = cluster.startReducers(3);
+  static int next_dir = 0;
+  std::string dir = cluster.dir() + "/lost" + std::to_string(next_dir++);
+  mkdir(dir.c_str(), 0700);
+  auto ranks = cluster.startPrograms(
+      RD_NCCL_PLUGIN_HARNESS_BIN, 3, Cluster::addresses(reducers),
+      {"--plugin", RD_NCCL_PLUGIN_LIB, "--dir", dir, "--scenario", "reducer-lost"},
+      {{"LIBREDUCE_TIMEOUT_MS", "60000"}, {"LIBREDUCE_HEARTBEAT_MS", "1000"}});
+  ASSERT_TRUE(cluster.waitForOutput(ranks[0], "20 collectives done", seconds(120)))
+      << joinedOutput(ranks);
+  Cluster::signal(reducers[1].process, SIGKILL);
+  ASSERT_TRUE(cluster.wait(ranks, seconds(240))) << joinedOutput(ranks);
+  for (const Process* p : ranks) {
+    EXPECT_EQ(p->status, 0) << joinedOutput(ranks);
+    EXPECT_NE(p->output.find("200 all-reduces ok"), std::string::npos) << p->output;
+    EXPECT_NE(p->output.find("its chunks go to the other reducers"), std::string::npos)
+        << p->output;
+  }
+}
+
 TEST(Faults, KilledRankFailsTheOthersInBoundedTime) {
   Cluster cluster;
   auto reducers = cluster.startReducers(2);

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/json_text.h"
 #include "orchestrator/job_spec.h"
-#include "orchestrator/json_text.h"
 
 namespace rd::orch {
 namespace {

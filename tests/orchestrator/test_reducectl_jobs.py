@@ -87,7 +87,9 @@ def write_job_spec(directory, name, pools, **top):
     return path
 
 
-class JobTests(unittest.TestCase):
+class JobCase(unittest.TestCase):
+    """A job of its own per test (under a temporary directory), and no process of it left."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="reducectl-test-")
         self.dir = self.tmp.name
@@ -120,6 +122,8 @@ class JobTests(unittest.TestCase):
             time.sleep(0.1)
         self.assertEqual(job_processes(self.job_id), [])
 
+
+class JobTests(JobCase):
     # -- outcomes -------------------------------------------------------------------------
 
     def test_success_with_reducers_runs_verified_allreduces(self):

@@ -7,7 +7,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "orchestrator/json_text.h"
+#include "common/json_text.h"
 
 namespace rd::orch::tune {
 namespace {

@@ -1,10 +1,11 @@
-// Just enough JSON writing for the replicas' CLUSTER_SPEC / TF_CONFIG and reducectl's job record.
+// Just enough JSON writing: the replicas' CLUSTER_SPEC / TF_CONFIG, reducectl's job record, the
+// library's event lines (events.h).
 #pragma once
 
 #include <string>
 #include <vector>
 
-namespace rd::orch {
+namespace rd {
 
 /** @p text as a JSON string literal: quoted, with quotes, backslashes and controls escaped. */
 std::string jsonString(const std::string& text);
@@ -12,4 +13,4 @@ std::string jsonString(const std::string& text);
 /** ["a", "b"]: each element quoted with jsonString. */
 std::string jsonStringArray(const std::vector<std::string>& items);
 
-}  // namespace rd::orch
+}  // namespace rd

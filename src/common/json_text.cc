@@ -1,8 +1,8 @@
-#include "orchestrator/json_text.h"
+#include "common/json_text.h"
 
 #include <cstdio>
 
-namespace rd::orch {
+namespace rd {
 
 std::string jsonString(const std::string& text) {
   std::string out = "\"";
@@ -35,4 +35,4 @@ std::string jsonStringArray(const std::vector<std::string>& items) {
   return out + "]";
 }
 
-}  // namespace rd::orch
+}  // namespace rd
