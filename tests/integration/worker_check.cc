@@ -45,6 +45,8 @@ struct Options {
   // Print the median time of the collective calls alone (no input or check) in each of these
   // ranges of operations ("0-99,400-499"), to compare rates before and after a fault.
   std::vector<std::pair<int, int>> report_windows;
+  // Write every collective call's time (ms, one per line) here; "%r" becomes the rank.
+  std::string call_times_file;
   // On an API error: wait until this file exists, destroy the communicator, say how long it
   // took, exit 2. Without it the process leaves at once.
   std::string destroy_after_file;
@@ -324,6 +326,18 @@ void reportWindows(int rank, const std::vector<std::pair<int, int>>& windows,
   std::fflush(stdout);
 }
 
+void writeCallTimes(std::string path, int rank, const std::vector<double>& call_ms) {
+  auto at = path.find("%r");
+  if (at != std::string::npos) path.replace(at, 2, std::to_string(rank));
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "cannot write %s\n", path.c_str());
+    return;
+  }
+  for (double ms : call_ms) std::fprintf(f, "%.4f\n", ms);
+  std::fclose(f);
+}
+
 // "worker R: median X ms; slowest: #i Y ms, ...": what a fault cost, next to a normal operation.
 void reportTimes(int rank, std::vector<std::pair<double, int>> times) {
   std::sort(times.begin(), times.end());
@@ -367,6 +381,8 @@ int main(int argc, char** argv) {
       o.id_reducers = v;
     } else if (a == "--announce-after") {
       for (auto& s : split(v)) o.announce_after.push_back(std::atoi(s.c_str()));
+    } else if (a == "--call-times") {
+      o.call_times_file = v;
     } else if (a == "--report-windows") {
       for (auto& w : split(v)) {
         auto dash = w.find('-');
@@ -455,6 +471,7 @@ int main(int argc, char** argv) {
   }
   if (o.report_times && !times.empty()) reportTimes(c.rank, times);
   reportWindows(c.rank, o.report_windows, c.call_ms);
+  if (!o.call_times_file.empty()) writeCallTimes(o.call_times_file, c.rank, c.call_ms);
   if (o.print_hash)
     std::printf("worker %d: hash %016llx\n", c.rank, static_cast<unsigned long long>(c.hash));
   std::printf("worker %d: %ld checks, %ld failed\n", c.rank, c.checks, c.failed);
