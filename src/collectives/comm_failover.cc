@@ -41,6 +41,20 @@ void Communicator::checkRecoveries() {
   }
 }
 
+void Communicator::dropLinks(uint32_t m) {
+  for (uint32_t link : {m, m + servers()}) {
+    transport::ConnId conn = links_[link].conn;
+    links_[link].conn = 0;
+    links_[link].epoch = 0;  // joins again from the start if a replacement comes (comm_rejoin.cc)
+    links_[link].welcomed = false;
+    if (conn == 0) continue;
+    lost_conns_.insert(conn);  // what the close reports, or still delivers, is no news
+    // Connection ids only grow: the oldest have long been reported (retries add two a try).
+    while (lost_conns_.size() > kLostConnsKept) lost_conns_.erase(lost_conns_.begin());
+    transport_->close(conn);
+  }
+}
+
 void Communicator::reducerLost(uint32_t m, rdResult_t status, const std::string& why) {
   if (m >= alive_.size() || alive_[m] == 0) return;
   lost_.push_back(reducerName(m) + ": " + why);
@@ -61,15 +75,7 @@ void Communicator::reducerLost(uint32_t m, rdResult_t status, const std::string&
       now - std::max(links_[m].last_heard, links_[m + servers()].last_heard));
   events::record("reducerLost", eventFields(m) + ", \"reason\": " + jsonString(why) +
                                     ", \"silentMs\": " + std::to_string(silent.count()));
-  for (uint32_t link : {m, m + servers()}) {
-    transport::ConnId conn = links_[link].conn;
-    links_[link].conn = 0;
-    links_[link].epoch = 0;  // joins again from the start if a replacement comes (comm_rejoin.cc)
-    links_[link].welcomed = false;
-    if (conn == 0) continue;
-    lost_conns_.insert(conn);  // what the close reports, or still delivers, is no news
-    transport_->close(conn);
-  }
+  dropLinks(m);
   rejoins_[m] = Rejoin{};
   rejoins_[m].retry_at = now + kRejoinRetry;
   recoveries_.push_back(Recovery{m, now, held_.empty() ? next_seq_ : held_.front()->seq()});

@@ -109,19 +109,14 @@ void Communicator::rejoinFailed(uint32_t m, const std::string& why) {
   Rejoin& r = rejoins_[m];
   RD_LOG_DEBUG("rank %u: rejoining %s failed: %s", config_.rank, reducerName(m).c_str(),
                why.c_str());
-  for (uint32_t link : {m, m + servers()}) {
-    transport::ConnId conn = links_[link].conn;
-    links_[link].conn = 0;
-    links_[link].epoch = 0;
-    links_[link].welcomed = false;
-    if (conn == 0) continue;
-    lost_conns_.insert(conn);
-    transport_->close(conn);
-  }
+  dropLinks(m);
   const bool was_holding = r.stage == Rejoin::Stage::kResumed;
   admitted_from_[m] = 0;
+  const uint32_t failures = r.failures + 1;
   r = Rejoin{};
-  r.retry_at = Clock::now() + kRejoinRetry;
+  r.failures = failures;
+  // Every second at first; a reducer away for long is tried less often.
+  r.retry_at = Clock::now() + (failures < kRejoinFastTries ? kRejoinRetry : 10 * kRejoinRetry);
   if (was_holding) {
     --resumes_pending_;
     releaseHeld();

@@ -190,6 +190,8 @@ class Communicator {
   // Sends this rank's heartbeats and fails the communicator on a reducer that stopped sending
   // its own (comm_heartbeat.cc).
   void heartbeat(Clock::time_point now);
+  // Closes both connections of reducer @p m for good (their late news is ignored).
+  void dropLinks(uint32_t m);
   // Records each loss whose operations in flight all completed (events "reducerRecovered").
   void checkRecoveries();
   // Fields of a failover event about reducer @p m: "\"rank\": 0, \"reducer\": 1, ...".
@@ -259,6 +261,7 @@ class Communicator {
     Clock::time_point retry_at{};  // kIdle: connect then
     Clock::time_point deadline{};  // kConnecting, kResumed: give up then
     uint64_t resume_seq = 0;       // kResumed: the first operation this rank held
+    uint32_t failures = 0;         // tries in a row that failed
   };
   std::vector<Rejoin> rejoins_;
   // A loss whose operations in flight (those before first_unaffected) have not all completed.
@@ -274,6 +277,8 @@ class Communicator {
   uint32_t resumes_pending_ = 0;
   static constexpr std::chrono::milliseconds kRejoinRetry{1000};
   static constexpr std::chrono::milliseconds kRejoinAnswer{5000};
+  static constexpr uint32_t kRejoinFastTries = 60;  // then every 10 kRejoinRetry
+  static constexpr size_t kLostConnsKept = 1024;
   Clock::time_point heartbeat_sent_{};  // progress thread
   uint64_t next_seq_ = 0;               // progress thread
   std::mutex tuner_mu_;  // callers of post() that go through the tuner, one at a time

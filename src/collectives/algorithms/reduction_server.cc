@@ -37,6 +37,8 @@ class ReducerOp final : public Operation {
 
  private:
   void pump(uint32_t reducer);
+  // Whether @p conn is a live reducer's other than @p m (failover only).
+  bool fromAnotherLiveReducer(transport::ConnId conn, uint32_t m) const;
   // Sends chunk @p k to reducer @p m (rounded into a staging buffer when compressed): this
   // rank's contribution, or the result it holds when the chunk was re-routed (failover).
   void sendChunk(uint32_t m, uint32_t k);
@@ -103,6 +105,14 @@ class ReducerOp final : public Operation {
   uint32_t landed_to_ = 0;
   bool released_ = false;
   bool rerouted_ = false;  // chunks were sent again after a loss
+  // Results from a chunk's new reducer that came before this rank learned its reducer was lost
+  // (a rank that only receives sends it nothing first): taken once this rank learns it.
+  struct Ahead {
+    transport::ConnId conn;
+    wire::Header header;
+    transport::Payload payload;
+  };
+  std::vector<Ahead> ahead_;
   uint64_t expected_ = 0;  // results + acks this rank waits for
   uint64_t answered_count_ = 0;
   uint64_t answered_headers_ = 0;
@@ -275,6 +285,11 @@ void ReducerOp::onMessage(transport::ConnId conn, const wire::Header& h,
     return;
   }
   uint32_t m = h.chunk < g_.nchunks ? target_[h.chunk] : 0;
+  if (type == wire::MsgType::kResult && h.chunk < g_.nchunks && !comm_->fromReducer(conn, m) &&
+      fromAnotherLiveReducer(conn, m)) {
+    ahead_.push_back(Ahead{conn, h, std::move(payload)});
+    return;
+  }
   std::string problem;
   if (type != wire::MsgType::kResult && type != wire::MsgType::kAck) {
     problem = std::string("unexpected ") + wire::typeName(h.type) + " message";
@@ -447,6 +462,19 @@ void ReducerOp::onReducerLost(uint32_t m) {
   for (uint32_t t = 0; t < nreducers_; ++t) {
     if (touched[t] != 0) pump(t);
   }
+  std::vector<Ahead> ahead = std::move(ahead_);
+  ahead_.clear();
+  for (Ahead& a : ahead) {
+    if (!completed_) onMessage(a.conn, a.header, a.payload);
+  }
+}
+
+bool ReducerOp::fromAnotherLiveReducer(transport::ConnId conn, uint32_t m) const {
+  if (!comm_->failover()) return false;
+  for (uint32_t r = 0; r < nreducers_; ++r) {
+    if (r != m && comm_->reducerAlive(r) && comm_->fromReducer(conn, r)) return true;
+  }
+  return false;
 }
 
 void ReducerOp::fail(rdResult_t status, const std::string& reason) {
