@@ -6,28 +6,19 @@ reduce-server and rd_worker_check processes."""
 import os
 import re
 import signal
+import sys
 import time
 
-from test_reducectl_jobs import BUILD, JobCase, job_processes, main, pool, sh
+from test_reducectl_jobs import BUILD, SOURCE, JobCase, main, pool, sh
+
+sys.path.insert(0, os.path.join(SOURCE, "bench", "failover"))
+from readmission import reducer_pids  # noqa: E402  (the one finder of a job's reducers)
 
 CHECK = os.path.join(BUILD, "tests/rd_worker_check")
 PERF = os.path.join(BUILD, "bench/rd_perf")
 # 300 verified all-reduces of 1 MiB per rank, announcing after the 30th.
 CHECK_ARGS = [CHECK, "--colls", "allreduce", "--counts", "262144", "--dtypes", "float32",
               "--ops", "sum", "--iters", "150", "--announce-after", "30"]
-
-
-def reducer_pids(job_id):
-    """The job's reduce-server processes, oldest first."""
-    pids = []
-    for pid in job_processes(job_id):
-        try:
-            with open("/proc/%d/cmdline" % pid, "rb") as f:
-                if f.read().split(b"\0")[0].endswith(b"reduce-server"):
-                    pids.append(pid)
-        except OSError:
-            continue
-    return sorted(pids)
 
 
 class FailoverTests(JobCase):

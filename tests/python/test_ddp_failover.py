@@ -7,12 +7,16 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 import uuid
 
 import pytest
 
 from conftest import BUILD, REDUCECTL, ROOT, has_torch_backend
+
+sys.path.insert(0, str(ROOT / "bench" / "failover"))
+from readmission import reducer_pids  # noqa: E402  (the one finder of a job's reducers)
 
 pytestmark = pytest.mark.skipif(not has_torch_backend(), reason="built without torch")
 
@@ -36,25 +40,6 @@ def write_spec(tmp_path, tag):
     path = tmp_path / ("%s.json" % tag)
     path.write_text(json.dumps(spec))
     return path
-
-
-def reducer_pids(job_id):
-    """The job's reduce-server processes (their environment names the job)."""
-    marker = ("CLOUD_ML_JOB_ID=" + job_id).encode()
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/environ" % entry, "rb") as f:
-                if marker not in f.read().split(b"\0"):
-                    continue
-            with open("/proc/%s/cmdline" % entry, "rb") as f:
-                if f.read().split(b"\0")[0].endswith(b"reduce-server"):
-                    pids.append(int(entry))
-        except OSError:
-            continue
-    return sorted(pids)
 
 
 def run_job(tmp_path, tag, kill_after=None):
