@@ -132,7 +132,7 @@ std::string jobSummary(const JobRecord& record, const std::vector<Replica>& repl
       std::snprintf(line, sizeof line, "; replacement ready at %.1f s", f.back_ready_at_s);
       out += line;
     } else if (f.replaced_at_s >= 0) {
-      out += "; replacement never ready";
+      out += "; replacement started, not re-admitted before the end";
     } else {
       out += "; not replaced";
     }

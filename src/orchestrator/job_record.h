@@ -10,6 +10,7 @@
 
 #include "orchestrator/job_display.h"
 #include "orchestrator/local_backend.h"
+#include "orchestrator/reducer_failover.h"
 #include "orchestrator/replica_env.h"
 #include "orchestrator/replica_process.h"
 
@@ -32,26 +33,6 @@ struct Replica {
   std::string ready_file;      // reducers: where the ready line appears
   std::string container_name;  // a containerSpec pool's replica: its container (removed at the end)
   bool ready = false;          // reducers: its address is in the job's layout
-};
-
-/**
- * A reducer lost while the job ran, which the ranks went on without (docs/failover.md): when,
- * why, and its replacement. Times are seconds since the job started; -1 = not (yet).
- */
-struct FailoverRecord {
-  std::string reducer;  // "reducer-1"
-  std::string address;  // where it listened (and its replacement listens)
-  double lost_at_s = -1;
-  std::string cause;            // "killed by SIGKILL"
-  double replaced_at_s = -1;    // its replacement started
-  double back_ready_at_s = -1;  // the replacement is listening (the ranks re-admit it)
-  // As rank 0 saw it (its LIBREDUCE_EVENTS_FILE; -1 = no event): how long the reducer was
-  // silent before the loss was found, how long the operations in flight then took, and from
-  // which operation a replacement served again.
-  long silent_ms = -1;
-  long stalled_ms = -1;
-  long readmitted_from_op = -1;
-  double readmitted_at_s = -1;
 };
 
 struct JobRecord {

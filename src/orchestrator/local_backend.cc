@@ -15,9 +15,7 @@
 #include <set>
 #include <sstream>
 
-#include "common/settings.h"
 #include "orchestrator/container_runtime.h"
-#include "orchestrator/failover_events.h"
 #include "orchestrator/job_commands.h"
 #include "orchestrator/job_display.h"
 #include "orchestrator/job_files.h"
@@ -38,9 +36,6 @@ namespace {
 constexpr int kReadyPollMs = 100;
 constexpr int kIdlePollMs = 1000;
 constexpr int kEmulatedPort = 29500;  // torchrun's default MASTER_PORT
-// How many times in an attempt a lost reducer is started again (one that keeps dying is left
-// out: the ranks go on with the others).
-constexpr int kReducerReplacements = 3;
 
 // Where the job is in its life. Finishing: the result is known (success), the other replicas get
 // a grace period to end by themselves. Stopping: every replica got SIGTERM and gets SIGKILL at
@@ -74,7 +69,6 @@ class LocalJob {
   // job goes on, and the reducer starts again at its address to be re-admitted. False when
   // the job cannot go on without it (no failover, or no other reducer left).
   bool goOnWithout(Replica& r, const std::string& cause);
-  bool ranksFailOver() const;
   // Replacement reducers whose ready line came (the loop polls while one is awaited).
   void checkReplacements();
   void pruneLingering();
@@ -150,8 +144,9 @@ JobResult LocalJob::run() {
   double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   JobRecord record{spec_, layout_, state_, cause_, started_wall_, seconds, restarts_used_};
   std::string events_warning;
-  mergeRankEvents(log_dir_ + "/" + poolName(rankZeroPool(spec_)) + "-0.events", started_epoch_s_,
-                  &failovers_, &events_warning);
+  mergeRankEvents(
+      rankEventsFile(layout_.output_dir, std::string(poolName(rankZeroPool(spec_))) + "-0"),
+      started_epoch_s_, &failovers_, &events_warning);
   if (!events_warning.empty()) display_.note("warning: " + events_warning);
   record.failovers = failovers_;
   result = reportJobEnd(record, replicas_, log_dir_, cancel_signal_, &display_);
@@ -236,8 +231,9 @@ bool LocalJob::launch(Replica& r) {
   LaunchRequest req;
   std::vector<std::pair<std::string, std::string>> env = pool.env;
   // Where the ranks tell of reducer failovers, for the job record (the spec's own setting wins).
-  if (isRankPool(r.id.pool))
-    env.emplace_back("LIBREDUCE_EVENTS_FILE", log_dir_ + "/" + r.name + ".events");
+  if (isRankPool(r.id.pool)) {
+    env.emplace_back("LIBREDUCE_EVENTS_FILE", rankEventsFile(layout_.output_dir, r.name));
+  }
   for (auto& kv : replicaEnvironment(spec_, layout_, r.id)) env.push_back(std::move(kv));
   if (r.id.pool == PoolKind::kReducers) env.emplace_back("LIBREDUCE_READY_FILE", r.ready_file);
   req.env = inheritedEnvironment(environ);
@@ -507,21 +503,11 @@ void LocalJob::onExit(Replica& r, int status, bool group_lingers) {
   failOrRestart(r, cause);
 }
 
-bool LocalJob::ranksFailOver() const {
-  if (spec_.pool(PoolKind::kReducers).replica_count < 2) return false;
-  // As the ranks get it: reducectl's environment, unless the spec's libreduce settings say.
-  std::string value = settings::rawValue(settings::Id::kFailover);
-  for (const auto& [name, v] : spec_.libreduce_env) {
-    if (name == "LIBREDUCE_FAILOVER") value = v;
-  }
-  return value != "0";
-}
-
 bool LocalJob::goOnWithout(Replica& r, const std::string& cause) {
   const bool others = std::any_of(replicas_.begin(), replicas_.end(), [&r](const Replica& o) {
     return o.id.pool == PoolKind::kReducers && &o != &r && o.running && o.ready;
   });
-  if (!others || !ranksFailOver()) return false;
+  if (!others || !reducersFailOver(spec_)) return false;
   FailoverRecord f;
   f.reducer = r.name;
   f.address = layout_.addresses[static_cast<int>(PoolKind::kReducers)][r.id.index];

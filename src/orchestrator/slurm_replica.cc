@@ -17,6 +17,7 @@
 #include "orchestrator/container_runtime.h"
 #include "orchestrator/job_files.h"
 #include "orchestrator/job_spec_reader.h"
+#include "orchestrator/reducer_failover.h"
 #include "orchestrator/replica_env.h"
 #include "orchestrator/replica_process.h"
 #include "orchestrator/slurm_script.h"
@@ -27,9 +28,11 @@ namespace {
 constexpr auto kRendezvousPoll = std::chrono::milliseconds(100);
 
 volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_forwarded = 0;  // the program was told to end: its end is no loss
 
 // srun delivers SIGTERM (cancel, the attempt ending) to the task; the program gets it too.
 void forwardSignal(int sig) {
+  g_forwarded = 1;
   if (g_child > 0) kill(static_cast<pid_t>(g_child), sig);
 }
 
@@ -221,6 +224,10 @@ int runSlurmReplica(const SlurmReplicaArgs& args) {
     if (isRankPool(args.pool)) placeRank(r);
   }
   auto own_env = pool.env;
+  // Where the ranks tell of reducer failovers, for the job record (the spec's own setting wins).
+  if (isRankPool(args.pool)) {
+    own_env.emplace_back("LIBREDUCE_EVENTS_FILE", rankEventsFile(args.job_dir, r.name));
+  }
   for (auto& kv : replicaEnvironment(r.spec, r.layout, r.id)) own_env.push_back(std::move(kv));
   if (args.pool == PoolKind::kReducers) {
     own_env.emplace_back("LIBREDUCE_READY_FILE", r.attempt_dir + "/ready/" + r.name);
@@ -236,6 +243,26 @@ int runSlurmReplica(const SlurmReplicaArgs& args) {
     for (auto& kv : own_env) env.push_back(std::move(kv));
   }
   int status = runProgram(argv, env, working_dir, &error);
+  // A built-in reducer lost during the job, while the ranks fail over: a replacement at its
+  // address, which the ranks re-admit (docs/failover.md); the step goes on.
+  const bool replaceable = args.pool == PoolKind::kReducers && pool.command.empty() &&
+                           pool.container.image_uri.empty() && reducersFailOver(r.spec);
+  for (int replaced = 0;
+       replaceable && status >= 0 && g_forwarded == 0 && replaced < kReducerReplacements;
+       ++replaced) {
+    const std::string ready = r.attempt_dir + "/ready/" + r.name;
+    std::string address = readyAddress(ready);
+    if (address.empty()) break;  // it never listened: not a loss the ranks went on from
+    recordReducerLoss(r.attempt_dir, r.name, address, describeWaitStatus(status));
+    std::fprintf(stderr,
+                 "reducectl slurm-replica: %s %s: the ranks go on with the other reducers; "
+                 "starting a replacement at %s (%d of %d)\n",
+                 r.name.c_str(), describeWaitStatus(status).c_str(), address.c_str(), replaced + 1,
+                 kReducerReplacements);
+    unlink(ready.c_str());
+    argv[2] = address;  // --listen
+    status = runProgram(argv, env, working_dir, &error);
+  }
   if (!pool.container.image_uri.empty()) {
     // A container whose podman client was stopped (the step's SIGTERM) may still run.
     if (std::system(podmanRemoveCommand(containerName(r.layout.job_id, r.name)).c_str()) < 0) {

@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -21,6 +22,9 @@ import uuid
 
 from test_reducectl_jobs import (BUILD, DEMO, ENV_CHECK, PYTHON, REDUCECTL, SOURCE,
                                  kill_leftovers, main, pool, write_job_spec, sh)
+
+sys.path.insert(0, os.path.join(SOURCE, "bench", "failover"))
+from readmission import reducer_pids  # noqa: E402  (the one finder of a job's reducers)
 
 LOCAL_SLURM = os.path.join(SOURCE, "scripts/local_slurm.sh")
 
@@ -223,6 +227,38 @@ class SlurmTests(unittest.TestCase):
         self.assertEqual(len(rec["slurmJobIds"].split(",")), 2)
         with open(ids) as f:
             self.assertEqual(len(set(f.read().split())), 2, "each attempt a fresh communicator")
+
+    def test_lost_reducer_is_replaced_and_the_job_goes_on(self):
+        # docs/failover.md: reducer-1 SIGKILLed mid-job; its wrapper starts a replacement at the
+        # same address, the ranks re-admit it, and the attempt goes on.
+        check = [os.path.join(BUILD, "tests/rd_worker_check"), "--colls", "allreduce",
+                 "--counts", "262144", "--dtypes", "float32", "--ops", "sum", "--iters", "150",
+                 "--announce-after", "30"]
+        spec = self.write_spec([pool(1, check), pool(1, check), pool(3, None)],
+                               libreduce={"heartbeat_ms": 1000})
+        proc = self.start(spec)
+        out, killed = [], False
+        deadline = time.monotonic() + 150
+        with proc.stdout, proc.stderr:
+            for line in proc.stdout:
+                out.append(line)
+                if not killed and "30 operations done" in line:
+                    os.kill(reducer_pids(self.job_id)[1], signal.SIGKILL)
+                    killed = True
+                self.assertLess(time.monotonic(), deadline, "".join(out))
+            err = proc.stderr.read()
+        proc.wait(timeout=60)
+        self.assertTrue(killed, "".join(out))
+        self.assertEqual(proc.returncode, 0, "".join(out) + err)
+        self.assertEqual("".join(out).count("300 checks, 0 failed"), 2, "".join(out))
+        rec = self.record()
+        self.assertEqual((rec["state"], rec["attempts"]), ("JOB_STATE_SUCCEEDED", 1))
+        [failover] = rec["failovers"]
+        self.assertRegex(failover["reducer"], r"^reducer-[0-2]$")  # srun starts them in any order
+        self.assertEqual(failover["cause"], "killed by SIGKILL")
+        self.assertGreaterEqual(failover["timeLostMs"], 0, failover)
+        self.assertIn("starting a replacement at " + failover["address"],
+                      self.log(failover["reducer"]))
 
     def test_detach_then_status_and_cancel(self):
         spec = self.write_spec([pool(1, sh("exec sleep 318")), pool(1, sh("exec sleep 319")),

@@ -1,9 +1,14 @@
-#include "orchestrator/failover_events.h"
+#include "orchestrator/reducer_failover.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <sstream>
+
+#include "common/settings.h"
+#include "orchestrator/job_files.h"
 
 namespace rd::orch {
 
@@ -50,6 +55,44 @@ FailoverRecord* recordFor(std::vector<FailoverRecord>* failovers, const Event& e
 }
 
 }  // namespace
+
+bool reducersFailOver(const JobSpec& spec) {
+  if (spec.pool(PoolKind::kReducers).replica_count < 2) return false;
+  std::string value = settings::rawValue(settings::Id::kFailover);
+  for (const auto& [name, v] : spec.libreduce_env) {
+    if (name == "LIBREDUCE_FAILOVER") value = v;
+  }
+  return value != "0";
+}
+
+std::string rankEventsFile(const std::string& output_dir, const std::string& replica) {
+  return output_dir + "/reducectl/" + replica + ".events";
+}
+
+void recordReducerLoss(const std::string& attempt_dir, const std::string& replica,
+                       const std::string& address, const std::string& cause) {
+  double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  char time_text[32];
+  std::snprintf(time_text, sizeof time_text, "%.3f", now);
+  std::ofstream(attempt_dir + "/failovers", std::ios::app)
+      << time_text << " " << replica << " " << address << " " << cause << "\n";
+}
+
+void readReducerLosses(const std::string& attempt_dir, double job_start_epoch_s,
+                       std::vector<FailoverRecord>* failovers) {
+  std::ifstream in(attempt_dir + "/failovers");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    double at = 0;
+    FailoverRecord f;
+    if (!(fields >> at >> f.reducer >> f.address)) continue;
+    std::getline(fields >> std::ws, f.cause);
+    f.lost_at_s = f.replaced_at_s = at - job_start_epoch_s;
+    failovers->push_back(f);
+  }
+}
 
 void mergeRankEvents(const std::string& path, double job_start_epoch_s,
                      std::vector<FailoverRecord>* failovers, std::string* warning) {
