@@ -24,10 +24,10 @@ struct HarnessRun {
   bool finished = false;
 };
 
-// Starts @p n harness ranks driving @p version in @p scenario and waits for them.
-HarnessRun runHarness(Cluster& cluster, int n, const std::string& reducers, int version,
-                      const std::string& scenario, std::map<std::string, std::string> env = {},
-                      seconds limit = seconds(240)) {
+// Starts @p n harness ranks driving @p version in @p scenario; does not wait.
+std::vector<Process*> startHarness(Cluster& cluster, int n, const std::string& reducers,
+                                   int version, const std::string& scenario,
+                                   std::map<std::string, std::string> env) {
   static int next_dir = 0;
   std::string dir = cluster.dir() + "/exchange" + std::to_string(next_dir++);
   mkdir(dir.c_str(), 0700);
@@ -38,11 +38,18 @@ HarnessRun runHarness(Cluster& cluster, int n, const std::string& reducers, int 
   if (const char* asan = std::getenv("ASAN_OPTIONS")) {
     env["ASAN_OPTIONS"] = std::string(asan) + ":detect_leaks=0";
   }
+  return cluster.startPrograms(RD_NCCL_PLUGIN_HARNESS_BIN, n, reducers,
+                               {"--plugin", RD_NCCL_PLUGIN_LIB, "--dir", dir, "--version",
+                                std::to_string(version), "--scenario", scenario},
+                               env);
+}
+
+// Starts @p n harness ranks driving @p version in @p scenario and waits for them.
+HarnessRun runHarness(Cluster& cluster, int n, const std::string& reducers, int version,
+                      const std::string& scenario, std::map<std::string, std::string> env = {},
+                      seconds limit = seconds(240)) {
   HarnessRun run;
-  run.ranks = cluster.startPrograms(RD_NCCL_PLUGIN_HARNESS_BIN, n, reducers,
-                                    {"--plugin", RD_NCCL_PLUGIN_LIB, "--dir", dir, "--version",
-                                     std::to_string(version), "--scenario", scenario},
-                                    env);
+  run.ranks = startHarness(cluster, n, reducers, version, scenario, std::move(env));
   run.finished = cluster.wait(run.ranks, limit);
   return run;
 }
@@ -168,13 +175,9 @@ TEST(Faults, WrongSecretIsRefused) {
 TEST(Faults, CollNetGoesOnThroughALostReducer) {
   Cluster cluster;
   auto reducers = cluster.startReducers(3);
-  static int next_dir = 0;
-  std::string dir = cluster.dir() + "/lost" + std::to_string(next_dir++);
-  mkdir(dir.c_str(), 0700);
-  auto ranks = cluster.startPrograms(
-      RD_NCCL_PLUGIN_HARNESS_BIN, 3, Cluster::addresses(reducers),
-      {"--plugin", RD_NCCL_PLUGIN_LIB, "--dir", dir, "--scenario", "reducer-lost"},
-      {{"LIBREDUCE_TIMEOUT_MS", "60000"}, {"LIBREDUCE_HEARTBEAT_MS", "1000"}});
+  auto ranks =
+      startHarness(cluster, 3, Cluster::addresses(reducers), 0, "reducer-lost",
+                   {{"LIBREDUCE_TIMEOUT_MS", "60000"}, {"LIBREDUCE_HEARTBEAT_MS", "1000"}});
   ASSERT_TRUE(cluster.waitForOutput(ranks[0], "20 collectives done", seconds(120)))
       << joinedOutput(ranks);
   Cluster::signal(reducers[1].process, SIGKILL);
