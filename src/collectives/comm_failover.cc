@@ -78,7 +78,7 @@ void Communicator::reducerLost(uint32_t m, rdResult_t status, const std::string&
   dropLinks(m);
   rejoins_[m] = Rejoin{};
   rejoins_[m].retry_at = now + kRejoinRetry;
-  recoveries_.push_back(Recovery{m, now, held_.empty() ? next_seq_ : held_.front()->seq()});
+  recoveries_.push_back(Recovery{m, now, firstUnstarted()});
   // Operations this rank completed may be waited on by ranks that learn of the loss later: the
   // survivors hear that this rank holds every result of them (kDone).
   for (uint64_t seq : released_ops_) {

@@ -24,8 +24,8 @@ const std::vector<uint8_t>& Communicator::aliveFor(uint64_t seq) {
   return alive_scratch_;
 }
 
-bool Communicator::notStarted(uint64_t seq) const {
-  return seq >= (held_.empty() ? next_seq_ : held_.front()->seq());
+uint64_t Communicator::firstUnstarted() const {
+  return held_.empty() ? next_seq_ : held_.front()->seq();
 }
 
 void Communicator::tryRejoins(Clock::time_point now) {
@@ -73,7 +73,7 @@ void Communicator::onRejoinMessage(uint32_t index, const wire::Header& h, transp
     // from which one it serves.
     r.stage = Rejoin::Stage::kResumed;
     r.deadline = Clock::now() + std::chrono::milliseconds(2 * config_.timeout_ms);
-    r.resume_seq = held_.empty() ? next_seq_ : held_.front()->seq();
+    r.resume_seq = firstUnstarted();
     ++resumes_pending_;
     wire::Header resume = header(wire::MsgType::kResume, index);
     resume.seq = r.resume_seq;

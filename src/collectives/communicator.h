@@ -209,8 +209,10 @@ class Communicator {
   bool rejoining(uint32_t m) const { return failover() && m < servers() && alive_[m] == 0; }
   // Starts the operations held while replacements were being admitted, once none is.
   void releaseHeld();
+  // The first operation not started here yet: the oldest held one, else the next to be posted.
+  uint64_t firstUnstarted() const;
   // Whether operation @p seq has not started here yet (its messages wait in early_).
-  bool notStarted(uint64_t seq) const;
+  bool notStarted(uint64_t seq) const { return seq >= firstUnstarted(); }
   void startOp(const std::shared_ptr<Operation>& op);
   // Whether the tuner picks the algorithm of @p desc (auto, with reducers, an all-reduce).
   bool tuned(const OpDesc& desc) const;

@@ -110,7 +110,6 @@ class LocalJob {
   Clock::time_point job_deadline_ = Clock::time_point::max();
   Clock::time_point phase_deadline_ = Clock::time_point::max();
   std::string started_wall_;
-  double started_epoch_s_ = 0;  // for the ranks' event times
 };
 
 JobResult LocalJob::run() {
@@ -118,8 +117,6 @@ JobResult LocalJob::run() {
   std::string error;
   started_ = Clock::now();
   started_wall_ = wallClockNow();
-  started_epoch_s_ =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   if (!prepare(&error)) {
     display_.note("error: " + error);
     tellDetachedWaiter(&options_.notify_fd, "");
@@ -144,9 +141,8 @@ JobResult LocalJob::run() {
   double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   JobRecord record{spec_, layout_, state_, cause_, started_wall_, seconds, restarts_used_};
   std::string events_warning;
-  mergeRankEvents(
-      rankEventsFile(layout_.output_dir, std::string(poolName(rankZeroPool(spec_))) + "-0"),
-      started_epoch_s_, &failovers_, &events_warning);
+  mergeRankEvents(spec_, layout_.output_dir, epochSecondsAgo(seconds), &failovers_,
+                  &events_warning);
   if (!events_warning.empty()) display_.note("warning: " + events_warning);
   record.failovers = failovers_;
   result = reportJobEnd(record, replicas_, log_dir_, cancel_signal_, &display_);
@@ -513,11 +509,7 @@ bool LocalJob::goOnWithout(Replica& r, const std::string& cause) {
   f.address = layout_.addresses[static_cast<int>(PoolKind::kReducers)][r.id.index];
   f.lost_at_s = std::chrono::duration<double>(Clock::now() - started_).count();
   f.cause = cause;
-  // The built-in reducer is started again at the same address; a custom command or container
-  // may listen elsewhere, where the ranks would not look for it.
-  const PoolSpec& pool = spec_.pool(PoolKind::kReducers);
-  const bool replace = pool.command.empty() && pool.container.image_uri.empty() &&
-                       r.id.restarts < kReducerReplacements;
+  const bool replace = reducersReplaced(spec_) && r.id.restarts < kReducerReplacements;
   std::string note = r.name + " " + cause + ": the ranks go on with the other reducers";
   r.ready = false;
   if (replace) {

@@ -65,8 +65,19 @@ bool reducersFailOver(const JobSpec& spec) {
   return value != "0";
 }
 
+bool reducersReplaced(const JobSpec& spec) {
+  const PoolSpec& pool = spec.pool(PoolKind::kReducers);
+  return pool.command.empty() && pool.container.image_uri.empty() && reducersFailOver(spec);
+}
+
 std::string rankEventsFile(const std::string& output_dir, const std::string& replica) {
   return output_dir + "/reducectl/" + replica + ".events";
+}
+
+double epochSecondsAgo(double seconds) {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+             .count() -
+         seconds;
 }
 
 void recordReducerLoss(const std::string& attempt_dir, const std::string& replica,
@@ -94,8 +105,10 @@ void readReducerLosses(const std::string& attempt_dir, double job_start_epoch_s,
   }
 }
 
-void mergeRankEvents(const std::string& path, double job_start_epoch_s,
+void mergeRankEvents(const JobSpec& spec, const std::string& output_dir, double job_start_epoch_s,
                      std::vector<FailoverRecord>* failovers, std::string* warning) {
+  const std::string path =
+      rankEventsFile(output_dir, std::string(poolName(rankZeroPool(spec))) + "-0");
   std::ifstream in(path);
   std::string line;
   int line_no = 0;

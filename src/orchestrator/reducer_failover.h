@@ -20,8 +20,17 @@ constexpr int kReducerReplacements = 3;
  */
 bool reducersFailOver(const JobSpec& spec);
 
+/**
+ * Whether a lost reducer of @p spec is started again at its address: the pool runs the built-in
+ * reduce-server (a custom command or container may listen elsewhere) and the ranks fail over.
+ */
+bool reducersReplaced(const JobSpec& spec);
+
 /** Where rank @p replica ("primary-0") of the job in @p output_dir appends its events. */
 std::string rankEventsFile(const std::string& output_dir, const std::string& replica);
+
+/** Seconds since the epoch @p seconds ago (a job's start, from its duration). */
+double epochSecondsAgo(double seconds);
 
 /**
  * A reducer lost while the job ran, which the ranks went on without (docs/failover.md): when,
@@ -57,13 +66,14 @@ void readReducerLosses(const std::string& attempt_dir, double job_start_epoch_s,
                        std::vector<FailoverRecord>* failovers);
 
 /**
- * Reads the event lines at @p path (a missing file: none) and fills @p failovers: each
+ * Reads rank 0's event lines (rankEventsFile of the job in @p output_dir; a missing file: none)
+ * and fills @p failovers: each
  * "reducerLost" matches the oldest record of the same address that has no rank's view yet (or
  * adds one: a reducer the ranks left that reducectl saw running, e.g. frozen), then
  * "reducerRecovered" and "reducerBack" complete it. @p job_start_epoch_s: the job's start, in
  * seconds since the epoch. A malformed line is skipped and named in @p warning.
  */
-void mergeRankEvents(const std::string& path, double job_start_epoch_s,
+void mergeRankEvents(const JobSpec& spec, const std::string& output_dir, double job_start_epoch_s,
                      std::vector<FailoverRecord>* failovers, std::string* warning);
 
 }  // namespace rd::orch

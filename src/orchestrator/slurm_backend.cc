@@ -124,16 +124,12 @@ JobResult SlurmJob::run() {
   double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
   JobRecord record{spec_, layout_, state_, cause_, started_wall_, seconds, restarts_used_};
   record.slurm_jobs = slurm_ids_;
-  const double started_epoch_s =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
-      seconds;
+  const double started_epoch_s = epochSecondsAgo(seconds);
   for (int a = 0; a <= layout_.attempt; ++a) {
     readReducerLosses(slurmAttemptDir(layout_.output_dir, a), started_epoch_s, &record.failovers);
   }
   std::string events_warning;
-  mergeRankEvents(
-      rankEventsFile(layout_.output_dir, std::string(poolName(rankZeroPool(spec_))) + "-0"),
-      started_epoch_s, &record.failovers, &events_warning);
+  mergeRankEvents(spec_, layout_.output_dir, started_epoch_s, &record.failovers, &events_warning);
   if (!events_warning.empty()) display_.note("warning: " + events_warning);
   result = reportJobEnd(record, replicas_, log_dir_, cancel_signal_, &display_);
   unblockJobSignals(&signal_fd_, old_mask_);

@@ -245,8 +245,7 @@ int runSlurmReplica(const SlurmReplicaArgs& args) {
   int status = runProgram(argv, env, working_dir, &error);
   // A built-in reducer lost during the job, while the ranks fail over: a replacement at its
   // address, which the ranks re-admit (docs/failover.md); the step goes on.
-  const bool replaceable = args.pool == PoolKind::kReducers && pool.command.empty() &&
-                           pool.container.image_uri.empty() && reducersFailOver(r.spec);
+  const bool replaceable = args.pool == PoolKind::kReducers && reducersReplaced(r.spec);
   for (int replaced = 0;
        replaceable && status >= 0 && g_forwarded == 0 && replaced < kReducerReplacements;
        ++replaced) {
