@@ -36,6 +36,11 @@ namespace {
 constexpr int kReadyPollMs = 100;
 constexpr int kIdlePollMs = 1000;
 constexpr int kEmulatedPort = 29500;  // torchrun's default MASTER_PORT
+// A rank that fails because a reducer died can be reaped before that reducer: the reducer's
+// connections close as its exit begins, its exit status comes only at the end. A rank's failure
+// is acted on after this long, so that a reducer's exit in the meantime, the cause, decides:
+// one incident, one restart.
+constexpr auto kRankFailureSettle = std::chrono::seconds(1);
 
 // Where the job is in its life. Finishing: the result is known (success), the other replicas get
 // a grace period to end by themselves. Stopping: every replica got SIGTERM and gets SIGKILL at
@@ -65,6 +70,9 @@ class LocalJob {
   void onExit(Replica& r, int status, bool group_lingers = false);
   void closeOutput(pid_t pgid);
   void failOrRestart(Replica& r, const std::string& cause);
+  // A rank's failure while reducers run waits kRankFailureSettle (settleRankFailures acts).
+  void deferRankFailure(const Replica& r, const std::string& cause);
+  void settleRankFailures();
   // A reducer ended while the job ran: with failover the ranks go on with the others, so the
   // job goes on, and the reducer starts again at its address to be re-admitted. False when
   // the job cannot go on without it (no failover, or no other reducer left).
@@ -99,6 +107,9 @@ class LocalJob {
   std::vector<Replica> replicas_;
   std::vector<FailoverRecord> failovers_;
   std::vector<pid_t> lingering_;  // groups of stopped replicas whose leader already ended
+  // Ranks' failures not yet acted on (name, cause), and when they are.
+  std::vector<std::pair<std::string, std::string>> rank_failures_;
+  Clock::time_point rank_failures_due_ = Clock::time_point::max();
   Phase phase_ = Phase::kProvisioning;
   JobState state_ = JobState::kQueued;
   JobState final_state_ = JobState::kFailed;
@@ -345,7 +356,7 @@ int LocalJob::pollTimeoutMs() const {
   for (const auto& r : replicas_) {
     if (r.running && !r.ready && r.id.pool == PoolKind::kReducers) return kReadyPollMs;
   }
-  auto next = std::min(job_deadline_, phase_deadline_);
+  auto next = std::min({job_deadline_, phase_deadline_, rank_failures_due_});
   auto now = Clock::now();
   if (next <= now) return 0;
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1;
@@ -496,7 +507,30 @@ void LocalJob::onExit(Replica& r, int status, bool group_lingers) {
                       " (" + describeWaitStatus(status) + ")";
   if (!r.last_err.empty() && !ok) cause += ": " + r.last_err.back();
   if (is_reducer && phase_ == Phase::kRunning && goOnWithout(r, describeWaitStatus(status))) return;
+  if (!is_reducer && phase_ == Phase::kRunning &&
+      spec_.pool(PoolKind::kReducers).replica_count > 0) {
+    deferRankFailure(r, cause);
+    return;
+  }
   failOrRestart(r, cause);
+}
+
+void LocalJob::deferRankFailure(const Replica& r, const std::string& cause) {
+  if (rank_failures_.empty()) rank_failures_due_ = Clock::now() + kRankFailureSettle;
+  rank_failures_.emplace_back(r.name, cause);
+}
+
+// Unless a stop (a reducer's failure restarting the job) came first and covers them.
+void LocalJob::settleRankFailures() {
+  auto failures = std::move(rank_failures_);
+  rank_failures_.clear();
+  rank_failures_due_ = Clock::time_point::max();
+  for (const auto& [name, cause] : failures) {
+    if (phase_ != Phase::kRunning) return;
+    for (auto& r : replicas_) {
+      if (r.name == name) failOrRestart(r, cause);
+    }
+  }
 }
 
 bool LocalJob::goOnWithout(Replica& r, const std::string& cause) {
@@ -585,6 +619,7 @@ void LocalJob::checkProvisioning() {
 void LocalJob::checkDeadlines() {
   pruneLingering();
   auto now = Clock::now();
+  if (now >= rank_failures_due_) settleRankFailures();
   if (now >= job_deadline_ && phase_ != Phase::kStopping && phase_ != Phase::kFinishing &&
       phase_ != Phase::kDone) {
     job_deadline_ = Clock::time_point::max();
@@ -649,6 +684,8 @@ void LocalJob::fail(const std::string& cause) {
 
 void LocalJob::beginStop(JobState final_state, const std::string& cause, bool restart) {
   restart_after_stop_ = restart;
+  rank_failures_.clear();  // the stop ends, or restarts, those ranks too
+  rank_failures_due_ = Clock::time_point::max();
   if (!restart) {
     final_state_ = final_state;
     cause_ = cause;

@@ -93,6 +93,26 @@ class FailoverTests(JobCase):
         rec = self.record()
         self.assertEqual((rec["attempts"], rec["failovers"]), (2, []))
 
+    def test_a_rank_that_fails_before_its_lost_reducer_ends_costs_one_restart(self):
+        # The reducer's exit comes 0.5 s after the worker's failure that it caused (a socket
+        # closes as a process starts to exit): one incident, one restart of the job, not a
+        # restart of the worker and then a failed job. A stand-in reducer: only the order of
+        # the two exits matters here.
+        pid_file = os.path.join(self.dir, "reducer.pid")
+        reducer = sh(f'echo $$ > {pid_file}; trap "sleep 0.5; exit 9" USR1; '
+                     'echo "LIBREDUCE_REDUCER_READY address=127.0.0.1:9 pid=$$" '
+                     '> "$LIBREDUCE_READY_FILE.tmp"; mv "$LIBREDUCE_READY_FILE.tmp" '
+                     '"$LIBREDUCE_READY_FILE"; sleep 300 & wait $!')
+        first = '[ "$TORCHELASTIC_RESTART_COUNT" -gt 0 ] && exit 0; '
+        worker = sh(first + f'kill -USR1 $(cat {pid_file}); echo "reducer gone" >&2; exit 1')
+        spec = self.write_spec([pool(1, sh(first + "exec sleep 300")), pool(1, worker),
+                                pool(1, reducer)], scheduling={"maxRestarts": 1})
+        code, _, err = self.run_job(spec)
+        self.assertEqual(code, 0, err)
+        self.assertIn("reducer-0 failed (exit 9); restarting the job (restart 1 of 1)", err)
+        self.assertNotIn("restarting worker-0", err)
+        self.assertEqual(self.record()["attempts"], 2)
+
     def test_a_broken_events_file_is_named_and_the_record_still_written(self):
         # The primary writes a line that is not an event where the ranks' events go.
         primary = sh('echo "not an event {" >> "$LIBREDUCE_EVENTS_FILE"; exit 0')
