@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libucx-dev ucx-utils libhwloc-dev libssl-dev iproute2 procps
+  libucx-dev ucx-utils libhwloc-dev libssl-dev iproute2 procps gdb
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   clang clang-format clang-tidy libclang-rt-14-dev
   pybind11-dev python3-dev python3-numpy python3-pytest python3-torch libtorch-dev

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <mutex>
@@ -38,6 +40,11 @@ class ProgressLoop {
   void stop() {
     post([this] { stop_ = true; });
   }
+  // Process exit: the thread stops where it is and leaves every source, retiree and timer as
+  // it is; what is posted from then on is dropped unrun. Any thread.
+  void halt();
+  // Until the thread stopped after halt(), at most @p limit; false when it did not.
+  bool waitHalted(std::chrono::milliseconds limit);
   bool onThread() const { return std::this_thread::get_id() == thread_id_.load(); }
   void setThread(std::thread::id id) { thread_id_ = id; }
 
@@ -75,6 +82,9 @@ class ProgressLoop {
   int wake_fd_ = -1;
   std::atomic<std::thread::id> thread_id_{};
   bool stop_ = false;
+  std::atomic<bool> halting_{false};
+  bool halted_ = false;  // under posted_mu_: the thread has stopped for good
+  std::condition_variable halted_cv_;
 
   std::mutex posted_mu_;
   std::vector<std::function<void()>> posted_;
@@ -114,6 +124,7 @@ ProgressLoop::~ProgressLoop() {
 void ProgressLoop::post(std::function<void()> fn) {
   {
     std::lock_guard<std::mutex> lock(posted_mu_);
+    if (halted_) return;  // fn is destroyed unrun: a runSync waiting on it gets an error
     posted_.push_back(std::move(fn));
   }
   uint64_t one = 1;
@@ -267,7 +278,7 @@ void ProgressLoop::sleep(Clock::time_point now, Clock::time_point next_tick) {
 void ProgressLoop::run() {
   auto next_tick = Clock::now() + kTickInterval;
   auto last_activity = Clock::now();
-  while (!stop_) {
+  while (!stop_ && !halting_.load(std::memory_order_relaxed)) {
     bool busy = runPosted();
     auto now = Clock::now();
     if (runTimers(now)) busy = true;
@@ -285,7 +296,29 @@ void ProgressLoop::run() {
     if (!armAll()) continue;  // events arrived meanwhile
     sleep(now, next_tick);
   }
-  finishRetirees();
+  if (!halting_) {
+    finishRetirees();
+    return;
+  }
+  std::vector<std::function<void()>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(posted_mu_);
+    halted_ = true;
+    dropped.swap(posted_);
+  }
+  halted_cv_.notify_all();
+}
+
+void ProgressLoop::halt() {
+  halting_ = true;
+  uint64_t one = 1;
+  ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  (void)n;
+}
+
+bool ProgressLoop::waitHalted(std::chrono::milliseconds limit) {
+  std::unique_lock<std::mutex> lock(posted_mu_);
+  return halted_cv_.wait_for(lock, limit, [this] { return halted_; });
 }
 
 void ProgressLoop::finishRetirees() {
@@ -303,6 +336,60 @@ void ProgressLoop::finishRetirees() {
   }
 }
 
+// --- Process exit -----------------------------------------------------------------------
+
+namespace {
+
+// How long exit waits for each progress thread to stop (one in a long callback is left).
+constexpr auto kExitHaltWait = std::chrono::milliseconds(2000);
+
+// Every engine's loop in this process. At exit() no progress thread may still run: static
+// objects and UCX's own state are torn down under it (an NCCL plugin's engine lives until exit,
+// and a job may exit without destroying its communicators). Never destroyed, for the same reason.
+struct LiveLoops {
+  std::mutex mu;
+  pid_t pid = 0;  // a forked child has none of these threads
+  std::vector<std::weak_ptr<ProgressLoop>> loops;
+  std::vector<std::shared_ptr<ProgressLoop>> kept;  // halted: never destroyed during exit
+};
+
+LiveLoops& liveLoops() {
+  static auto* live = new LiveLoops;
+  return *live;
+}
+
+void registerLoop(const std::shared_ptr<ProgressLoop>& loop) {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(haltProgressAtExit); });
+  LiveLoops& live = liveLoops();
+  std::lock_guard<std::mutex> lock(live.mu);
+  if (live.pid != getpid()) live.loops.clear();  // a forked child starts its own
+  live.pid = getpid();
+  live.loops.erase(std::remove_if(live.loops.begin(), live.loops.end(),
+                                  [](const auto& weak) { return weak.expired(); }),
+                   live.loops.end());
+  live.loops.push_back(loop);
+}
+
+}  // namespace
+
+void haltProgressAtExit() {
+  LiveLoops& live = liveLoops();
+  std::lock_guard<std::mutex> lock(live.mu);
+  if (live.pid != getpid()) return;
+  for (const auto& weak : live.loops) {
+    if (auto loop = weak.lock()) live.kept.push_back(std::move(loop));
+  }
+  live.loops.clear();
+  for (const auto& loop : live.kept) loop->halt();
+  for (const auto& loop : live.kept) {
+    if (!loop->onThread() && !loop->waitHalted(kExitHaltWait)) {
+      RD_LOG_WARN("exit: a progress thread did not stop within %lld ms",
+                  static_cast<long long>(kExitHaltWait.count()));
+    }
+  }
+}
+
 // --- ProgressEngine ---------------------------------------------------------------------
 
 ProgressEngine::ProgressEngine(uint32_t spin_us) : loop_(std::make_shared<ProgressLoop>(spin_us)) {
@@ -314,6 +401,7 @@ ProgressEngine::ProgressEngine(uint32_t spin_us) : loop_(std::make_shared<Progre
     loop->run();
   });
   ready.wait();  // onProgressThread() is right from the first call on
+  registerLoop(loop_);
 }
 
 ProgressEngine::~ProgressEngine() {
@@ -362,13 +450,19 @@ rdResult_t ProgressEngine::runSync(const std::function<rdResult_t()>& fn) {
     rdResult_t status;
     std::string error;
   };
-  std::promise<Outcome> done;
-  auto future = done.get_future();
-  post([&] {
+  // The promise lives in the posted function: dropped unrun at exit, it breaks the wait.
+  auto done = std::make_shared<std::promise<Outcome>>();
+  auto future = done->get_future();
+  post([&fn, done = std::move(done)] {
     rdResult_t status = fn();
-    done.set_value({status, status < 0 ? lastError() : std::string()});
+    done->set_value({status, status < 0 ? lastError() : std::string()});
   });
-  Outcome outcome = future.get();
+  Outcome outcome;
+  try {
+    outcome = future.get();
+  } catch (const std::future_error&) {
+    return setError(rdInvalidUsage, "the progress thread has stopped: the process is exiting");
+  }
   if (outcome.status < 0) return setError(outcome.status, outcome.error);
   return outcome.status;
 }

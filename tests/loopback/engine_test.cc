@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <mutex>
 #include <string>
@@ -151,6 +153,43 @@ TEST(ProgressEngine, ReleasedFromItsOwnThreadDoesNotDeadlock) {
   });
   holder.reset();
   EXPECT_EQ(ran.get_future().wait_for(std::chrono::seconds(5)), std::future_status::ready);
+}
+
+// At exit every progress thread stops where it is: a retiree is neither finished nor
+// destroyed, nothing posted later runs, a runSync fails at once instead of waiting, and the
+// engine's owner can still let it go. In a child process, since the halt is process-wide.
+void haltedEngineChild() {
+  auto require = [](bool ok, const char* what) {
+    if (ok) return;
+    std::fprintf(stderr, "not so: %s\n", what);
+    std::exit(1);
+  };
+  auto engine = ProgressEngine::create(0);
+  auto source = std::make_unique<CountingSource>();
+  source->left = 1 << 30;  // never finished
+  std::vector<int> log;
+  source->log = &log;
+  require(engine->runSync([&] {
+    engine->retire(std::move(source), Clock::now() + std::chrono::hours(1));
+    return rdSuccess;
+  }) == rdSuccess,
+          "retired");
+  haltProgressAtExit();
+  std::atomic<bool> ran{false};
+  engine->post([&] { ran = true; });
+  auto start = Clock::now();
+  require(engine->runSync([] { return rdSuccess; }) == rdInvalidUsage, "runSync fails");
+  require(Clock::now() - start < std::chrono::seconds(1), "at once");
+  engine.reset();
+  require(!ran, "nothing posted after the halt ran");
+  require(log.empty(), "the retiree was left as it was");
+  std::fprintf(stderr, "halted cleanly\n");
+  std::exit(0);
+}
+
+TEST(ProgressEngineDeathTest, HaltedAtExitLeavesEverythingAndWaitsForNothing) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(haltedEngineChild(), ::testing::ExitedWithCode(0), "halted cleanly");
 }
 
 TEST(TransportFactory, UnknownNameIsRefusedWithTheKnownOnes) {

@@ -140,6 +140,56 @@ def run_ranks(script, size, args=(), reducers=None, secret_file=None, timeout=12
     return results
 
 
+def descendants(pid):
+    """Every process below @p pid, from /proc."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def run_or_show_stacks(argv, timeout, **kwargs):
+    """subprocess.run(argv, stdout=PIPE, stderr=STDOUT, text=True, ...) within @p timeout
+    seconds; past it, the test fails with every descendant's threads' stacks (gdb), so that a
+    hang can be told from the log, and then they are killed."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, **kwargs)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return subprocess.CompletedProcess(argv, proc.returncode, out)
+    except subprocess.TimeoutExpired:
+        stacks = []
+        for pid in [proc.pid] + descendants(proc.pid):
+            try:
+                with open("/proc/%d/cmdline" % pid) as f:
+                    cmdline = f.read().replace("\0", " ")
+            except OSError:
+                continue
+            try:
+                gdb = subprocess.run(
+                    ["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 20"],
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=60)
+                frames = [line for line in gdb.stdout.splitlines()
+                          if line.startswith(("#", "Thread"))]
+            except (OSError, subprocess.TimeoutExpired) as e:
+                frames = ["(no stacks: %s)" % e]
+            stacks.append("== %d: %s\n%s" % (pid, cmdline, "\n".join(frames)))
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail("%s ran past %d s; its output:\n%s\nstacks:\n%s"
+                    % (argv[:4], timeout, out, "\n".join(stacks)))
+
+
 def assert_all_ok(results):
     for rank, (rc, out) in enumerate(results):
         assert rc == 0, "rank %d exited %d:\n%s" % (rank, rc, out)

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, REDUCECTL, ROOT, has_torch_backend
+from conftest import BUILD, REDUCECTL, ROOT, has_torch_backend, run_or_show_stacks
 
 pytestmark = pytest.mark.skipif(not has_torch_backend(), reason="built without torch")
 
@@ -26,11 +26,11 @@ def test_ranks_agree_through_reducectl_launch():
     """The same program under `reducectl launch` with the ring (no reducers) and gloo as a
     reference: both must reach the accuracy."""
     for backend, reducers in (("libreduce", "0"), ("gloo", "0")):
-        proc = subprocess.run(
+        proc = run_or_show_stacks(
             [str(REDUCECTL), "launch", "--workers", "2", "--reducers", reducers, "--",
              "/usr/bin/python3", str(ROOT / "examples/pytorch_ddp.py"), "--epochs", "3",
              "--backend", backend],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
+            timeout=300, cwd=ROOT,
             env={"PYTHONPATH": str(BUILD / "python"), "PATH": "/usr/bin:/bin"})
         assert proc.returncode == 0, proc.stdout
         assert "backend %s" % backend in proc.stdout, proc.stdout
