@@ -2,17 +2,33 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
 #include "common/log.h"
 
 namespace rd {
 namespace {
-thread_local std::string t_last_error;
+// A plain buffer, not a std::string: it has no destructor, so an error recorded after this
+// thread's thread_local objects were destroyed (a destructor running from exit(), such as an
+// in-process reducer's, whose engine refuses work once halted at exit) writes valid memory.
+constexpr size_t kLastErrorCapacity = 4096;
+thread_local char t_last_error[kLastErrorCapacity];
+
+void storeLastError(const std::string& message) {
+  static constexpr char kCut[] = " [...]";
+  if (message.size() < kLastErrorCapacity) {
+    std::memcpy(t_last_error, message.c_str(), message.size() + 1);
+    return;
+  }
+  size_t kept = kLastErrorCapacity - sizeof kCut;
+  std::memcpy(t_last_error, message.data(), kept);
+  std::memcpy(t_last_error + kept, kCut, sizeof kCut);
+}
 }  // namespace
 
-rdResult_t setError(rdResult_t status, std::string message) {
+rdResult_t setError(rdResult_t status, const std::string& message) {
   RD_LOG_DEBUG("error %s: %s", rdGetErrorString(status), message.c_str());
-  t_last_error = std::move(message);
+  storeLastError(message);
   return status;
 }
 
@@ -25,12 +41,12 @@ rdResult_t setErrorf(rdResult_t status, const char* fmt, ...) {
   return setError(status, buf);
 }
 
-const std::string& lastError() {
+std::string lastError() {
   return t_last_error;
 }
 
 void clearLastError() {
-  t_last_error.clear();
+  t_last_error[0] = '\0';
 }
 
 }  // namespace rd
@@ -59,7 +75,7 @@ const char* rdGetErrorString(rdResult_t result) {
 }
 
 const char* rdGetLastError(void) {
-  return rd::lastError().c_str();
+  return rd::t_last_error;
 }
 
 rdResult_t rdGetVersion(int* version) {

@@ -9,13 +9,14 @@
 namespace rd {
 
 /** Records @p message as this thread's last error and returns @p status (for `return`). */
-rdResult_t setError(rdResult_t status, std::string message);
+rdResult_t setError(rdResult_t status, const std::string& message);
 
 /** printf-style setError. */
 rdResult_t setErrorf(rdResult_t status, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/** This thread's last error message ("" when none). */
-const std::string& lastError();
+/** This thread's last error message ("" when none; one longer than 4 KiB is cut, marked
+ * " [...]"). Valid to call at any point of a thread's or the process's exit. */
+std::string lastError();
 
 /** Clears this thread's last error (called at the start of public entry points). */
 void clearLastError();

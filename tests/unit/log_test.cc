@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <thread>
+
 #include "common/check.h"
 
 namespace rd {
@@ -61,6 +64,35 @@ TEST(Check, MacrosPropagateStatusAndMessages) {
   EXPECT_EQ(invariant(2, 2), rdSuccess);
   EXPECT_EQ(invariant(2, 3), rdInternalError);
   EXPECT_NE(lastError().find("a == b failed (2 vs 3)"), std::string::npos) << lastError();
+}
+
+TEST(Status, LongMessagesAreCutAndMarked) {
+  setError(rdInternalError, std::string(10000, 'x'));
+  std::string kept = lastError();
+  EXPECT_EQ(kept.size(), 4095u);
+  EXPECT_EQ(kept.substr(kept.size() - 6), " [...]");
+  clearLastError();
+  EXPECT_STREQ(rdGetLastError(), "");
+}
+
+// Records an error from a thread_local destructor that runs after the error buffer's own
+// thread-exit cleanup would have (thread_local destructors run in reverse order of construction).
+struct ErrorAtThreadExit {
+  std::string* seen;
+  ~ErrorAtThreadExit() {
+    setError(rdInvalidUsage, "recorded while the thread exits");
+    *seen = lastError();
+  }
+};
+
+TEST(Status, ErrorsCanBeRecordedWhileAThreadExits) {
+  std::string seen;
+  std::thread([&] {
+    thread_local ErrorAtThreadExit guard{nullptr};
+    guard.seen = &seen;
+    setError(rdTimeout, "first error of the thread");  // touches the buffer after the guard
+  }).join();
+  EXPECT_EQ(seen, "recorded while the thread exits");
 }
 
 TEST(Status, EveryCodeHasText) {
