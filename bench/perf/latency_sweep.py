@@ -10,7 +10,8 @@ for twice the bytes), and rs / ring. A PNG plots the curves.
       --repeats 5 --out DIR
 
 An entry of --algos may carry settings for its runs after '@': `rs@LIBREDUCE_FAILOVER=0` is rs
-without failover's release round (several settings: `@A=1@B=2`).
+without failover's release round (several settings: `@A=1@B=2`). An entry may also name another
+build after '#': `rs#/tmp/base/build` is rs as built there (an earlier commit, side by side).
 """
 from __future__ import annotations
 
@@ -45,13 +46,15 @@ def run(args, spec: str) -> dict[int, float]:
     """{size: out-of-place time (us)} of one rd_perf run of `algo[@SETTING=VALUE...]`; raises on
     failure or wrong results."""
     algo, *settings = spec.split("@")
+    algo, _, other_build = algo.partition("#")
+    build_dir = Path(other_build) if other_build else args.build_dir
     env = dict(os.environ, **dict(s.split("=", 1) for s in settings))
     with tempfile.TemporaryDirectory(prefix="rd-latency-") as tmp:
         json_path = Path(tmp) / "rank0.json"
-        cmd = [str(args.build_dir / "src/reducectl"), "launch", "--quiet",
+        cmd = [str(build_dir / "src/reducectl"), "launch", "--quiet",
                "--workers", str(args.ranks), "--reducers", str(args.reducers), "--algo", algo,
                "--timeout", str(args.timeout), "--output-dir", tmp, "--",
-               str(args.build_dir / "bench/rd_perf"), "-b", args.minbytes, "-e", args.maxbytes,
+               str(build_dir / "bench/rd_perf"), "-b", args.minbytes, "-e", args.maxbytes,
                "-f", "2", "-n", str(args.iters), "-w", str(args.warmup), "-c", "1",
                "-J", str(json_path)]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout + 60,

@@ -196,8 +196,8 @@ constexpr Setting kTable[] = {
      .default_value = "1",
      .description = "1: with two or more reducers, a lost reducer's chunks go to the others and "
                     "the communicator goes on (docs/failover.md); each operation then ends with "
-                    "a release round (one small message each way). 0: a lost reducer fails the "
-                    "communicator.",
+                    "a release round (one small message each way; all-reduces up to 256 KiB "
+                    "complete before it, from a copy). 0: a lost reducer fails the communicator.",
      .min = 0,
      .max = 1,
      .choices = {}},

@@ -89,27 +89,33 @@ TEST(Failover, ManyOperationsThroughAKillAndAFreeze) {
   Fabric::reset();
 }
 
+// Drops every result @p lost sends to @p to; counts them in @p dropped.
+void dropResults(const std::string& lost, const std::string& to,
+                 const std::shared_ptr<std::atomic<int>>& dropped) {
+  Fabric::setFilter([lost, to, dropped](const MessageView& m) {
+    Fate f;
+    wire::Header h;
+    if (m.header_len != sizeof h || m.from != lost || m.to != to) return f;
+    std::memcpy(&h, m.header, sizeof h);
+    if (h.type == static_cast<uint8_t>(wire::MsgType::kResult)) {
+      f.kind = Fate::kDrop;
+      ++*dropped;
+    }
+    return f;
+  });
+}
+
 // The lost reducer sent chunk results to ranks 0 and 1 but never to rank 2 (dropped): the
-// survivor takes the result ranks 0 and 1 hold, and rank 2 ends with the same.
+// survivor takes the result ranks 0 and 1 hold, and rank 2 ends with the same. Large enough
+// that ranks 0 and 1 keep their buffers until the release round ends.
 TEST(Failover, AResultSomeRanksGotIsTheOneEveryRankEndsWith) {
   for (bool in_place : {true, false}) {
     World world(failoverWorld(3, 2));
     ASSERT_EQ(world.join(), rdSuccess) << lastError();
     const std::string lost = world.reducerAddress(0);
-    const std::string rank2 = world.rank(0).peerAddress(2);
     auto dropped = std::make_shared<std::atomic<int>>(0);
-    Fabric::setFilter([lost, rank2, dropped](const MessageView& m) {
-      Fate f;
-      wire::Header h;
-      if (m.header_len != sizeof h || m.from != lost || m.to != rank2) return f;
-      std::memcpy(&h, m.header, sizeof h);
-      if (h.type == static_cast<uint8_t>(wire::MsgType::kResult)) {
-        f.kind = Fate::kDrop;
-        ++*dropped;
-      }
-      return f;
-    });
-    World::Posted p = world.start(Collective::kAllReduce, 40000, rdFloat32, rdSum,
+    dropResults(lost, world.rank(0).peerAddress(2), dropped);
+    World::Posted p = world.start(Collective::kAllReduce, 100000, rdFloat32, rdSum,
                                   [in_place](int, coll::OpDesc* d) {
                                     if (!in_place) return;
                                     std::memcpy(d->recv, d->send, d->count * sizeof(float));
@@ -124,6 +130,36 @@ TEST(Failover, AResultSomeRanksGotIsTheOneEveryRankEndsWith) {
     EXPECT_TRUE(allCorrect(p.outcomes)) << (in_place ? "in place" : "apart");
     Fabric::reset();
   }
+}
+
+// A small all-reduce hands the buffers back before the release round ends: ranks 0 and 1
+// complete while rank 2 still lacks results, and then reuse their buffers. After the loss they
+// answer for the results from their copies, and rank 2 still ends exact.
+TEST(Failover, ASmallResultHandedBackEarlyIsStillAnsweredFor) {
+  World world(failoverWorld(3, 2));
+  ASSERT_EQ(world.join(), rdSuccess) << lastError();
+  const std::string lost = world.reducerAddress(0);
+  auto dropped = std::make_shared<std::atomic<int>>(0);
+  dropResults(lost, world.rank(0).peerAddress(2), dropped);
+  const size_t count = 6000;  // 24 KB: under the copy's bound, chunks on both reducers
+  World::Posted p = world.start(Collective::kAllReduce, count, rdFloat32, rdSum);
+  auto deadline = Clock::now() + kBound;
+  for (int r = 0; r < 2; ++r) {
+    Outcome o = world.finish(p, r, deadline);
+    ASSERT_EQ(o.status, rdSuccess) << "rank " << r << ": " << o.error;
+    EXPECT_EQ(o.wrong, 0u) << "rank " << r;
+    std::memset(p.descs[r].recv, 0x7f, count * sizeof(float));
+    std::memset(const_cast<void*>(p.descs[r].send), 0x7f, count * sizeof(float));
+  }
+  while (*dropped == 0 && Clock::now() < deadline) std::this_thread::yield();
+  ASSERT_GT(*dropped, 0);
+  EXPECT_EQ(p.requests[2]->test(), rdInProgress);
+  Fabric::kill(lost);
+  Outcome last = world.finish(p, 2, deadline);
+  EXPECT_EQ(last.status, rdSuccess) << last.error;
+  EXPECT_EQ(last.wrong, 0u);
+  EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, count, rdFloat32, rdSum)));
+  Fabric::reset();
 }
 
 TEST(Failover, LosingEveryReducerNamesThemAll) {

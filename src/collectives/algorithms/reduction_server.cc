@@ -57,6 +57,9 @@ class ReducerOp final : public Operation {
   // Compression: the staging buffers and the all-gather's own part, rounded like the others.
   void prepareCompression();
   void succeedIfDone();
+  // Failover: a small all-reduce hands its buffers back once every answer is here, before the
+  // release round ends, answering for its results from a copy (docs/failover.md).
+  void returnBeforeRelease();
   // Whether a result landing in the output could overwrite a contribution not yet sent again.
   bool overlapping() const;
   // Whether an answer's echoed arguments are this rank's call.
@@ -105,6 +108,13 @@ class ReducerOp final : public Operation {
   uint32_t landed_to_ = 0;
   bool released_ = false;
   bool rerouted_ = false;  // chunks were sent again after a loss
+  // Returned before the release: the request completed, the results live on in kept_ (the
+  // operation's buffers point there) until kReleased ends the operation.
+  bool returned_ = false;
+  std::vector<char> kept_;
+  // Up to this many bytes the copy costs less than the release round's round trip (about
+  // 85 us on loopback, bench/results/release-round-2026-12-03).
+  static constexpr size_t kReturnBeforeReleaseBytes = 256 << 10;
   // Results from a chunk's new reducer that came before this rank learned its reducer was lost
   // (a rank that only receives sends it nothing first): taken once this rank learns it.
   struct Ahead {
@@ -405,6 +415,7 @@ void ReducerOp::succeedIfDone() {
       had_all_ = true;
       landed_to_ = comm_->route(seq_, 0);
       comm_->sendControl(wire::MsgType::kLanded, landed_to_, seq_);
+      returnBeforeRelease();
     }
     if (!had_all_ || !released_) return;
     comm_->releasedOp(seq_);
@@ -414,6 +425,20 @@ void ReducerOp::succeedIfDone() {
     }
   }
   completed_ = true;
+  if (!returned_) request_->complete(rdSuccess);
+}
+
+void ReducerOp::returnBeforeRelease() {
+  const size_t bytes = desc_.count * esize_;
+  if (coll_ != wire::Coll::kAllReduce || released_ || bytes > kReturnBeforeReleaseBytes) return;
+  const char* results = static_cast<const char*>(desc_.recv);
+  kept_.assign(results, results + bytes);
+  // Every chunk's result is held: after a loss this rank sends results only, from the copy, and
+  // results sent back again land in staging first so that a cut-off one spoils nothing.
+  desc_.send = kept_.data();
+  desc_.recv = kept_.data();
+  in_place_ = true;
+  returned_ = true;
   request_->complete(rdSuccess);
 }
 
@@ -479,6 +504,10 @@ bool ReducerOp::fromAnotherLiveReducer(transport::ConnId conn, uint32_t m) const
 
 void ReducerOp::fail(rdResult_t status, const std::string& reason) {
   if (completed_) return;
+  if (returned_) {  // the caller has its results: only the copy is left to give up
+    completed_ = true;
+    return;
+  }
   // Every answer is here and only its bytes are still landing: a rank that left after this
   // operation (its leave overtakes our receives) must not fail it.
   // Held only while those bytes keep landing: onTick gives up on a stalled reducer.
@@ -496,7 +525,8 @@ void ReducerOp::fail(rdResult_t status, const std::string& reason) {
 void ReducerOp::onTick(Clock::time_point now) {
   const uint32_t timeout = comm_->config().timeout_ms;
   const auto landing_stall = std::chrono::milliseconds(std::min<uint32_t>(timeout, 5000));
-  if (!completed_ && held_status_ != rdSuccess && now - last_progress_ >= landing_stall) {
+  if (!completed_ && !returned_ && held_status_ != rdSuccess &&
+      now - last_progress_ >= landing_stall) {
     std::string names;
     for (uint32_t m = 0; m < nreducers_; ++m) {
       if (receiving_from_[m] != 0) names += (names.empty() ? "" : ", ") + comm_->reducerName(m);
