@@ -1,6 +1,7 @@
 // Reducer failover on the worker side (docs/failover.md): the live reducer set, what happens when
 // a reducer is lost, and the release round's bookkeeping that outlives an operation.
 #include <algorithm>
+#include <cstdint>
 
 #include "collectives/communicator.h"
 #include "common/events.h"
@@ -19,6 +20,32 @@ void Communicator::sendControl(wire::MsgType type, uint32_t m, uint64_t seq) {
 void Communicator::releasedOp(uint64_t seq) {
   released_ops_.push_back(seq);
   if (released_ops_.size() > kReleasedOpsKept) released_ops_.pop_front();
+}
+
+void Communicator::landedLater(uint32_t m, uint64_t seq) {
+  landed_later_.at(m).push_back(seq);
+  if (landed_later_[m].size() > kLandedLaterMax) sendLandedLater(m);
+}
+
+void Communicator::carryLanded(uint32_t m, wire::Header* h) {
+  std::deque<uint64_t>& waiting = landed_later_.at(m);
+  if (waiting.empty()) return;
+  const auto delta = static_cast<int64_t>(waiting.front() - h->seq);
+  if (delta < INT32_MIN || delta > INT32_MAX) return;  // the tick sends it
+  h->flags |= wire::kFlagCarried;
+  h->status = static_cast<int32_t>(delta);
+  waiting.pop_front();
+}
+
+void Communicator::sendLandedLater(uint32_t m) {
+  for (uint64_t seq : landed_later_[m]) {
+    if (m >= servers() || alive_[m] == 0 || links_[m].conn == 0) break;
+    wire::Header h = header(wire::MsgType::kLanded, m);
+    h.seq = seq;
+    h.flags |= wire::kFlagReturned;
+    transport_->send(links_[m].conn, &h, sizeof h, nullptr, 0, nullptr);
+  }
+  landed_later_[m].clear();
 }
 
 std::string Communicator::eventFields(uint32_t m) const {
@@ -76,6 +103,7 @@ void Communicator::reducerLost(uint32_t m, rdResult_t status, const std::string&
   events::record("reducerLost", eventFields(m) + ", \"reason\": " + jsonString(why) +
                                     ", \"silentMs\": " + std::to_string(silent.count()));
   dropLinks(m);
+  landed_later_[m].clear();  // each operation sends its kLanded to the new release reducer
   rejoins_[m] = Rejoin{};
   rejoins_[m].retry_at = now + kRejoinRetry;
   recoveries_.push_back(Recovery{m, now, firstUnstarted()});

@@ -18,6 +18,7 @@ Communicator::Communicator(const CommConfig& config)
     : config_(config),
       p2p_(std::make_unique<PointToPoint>(this)),
       alive_(std::max<size_t>(1, config.reducers.size()), 1),
+      landed_later_(alive_.size()),
       rejoins_(alive_.size()),
       admitted_from_(alive_.size(), 0) {}
 
@@ -167,6 +168,8 @@ Communicator::~Communicator() {
   transport_->post([this, left] {
     // From here on a connection that closes (a reducer drops a rank that left) is no loss.
     leaving_ = true;
+    // Other ranks' copies wait for the release round of this rank's last operations.
+    for (uint32_t m = 0; m < landed_later_.size(); ++m) sendLandedLater(m);
     auto done = [left] { left->complete(rdSuccess); };
     if (!aborted_ && failure_status_ == rdSuccess) {
       sendLeave(rdSuccess, "", done);
@@ -287,6 +290,11 @@ void Communicator::onReducerMessage(uint32_t link, const wire::Header& h, transp
     failAll(rdProtocolError, reducerName(link) + " sent a message of another epoch");
     return;
   }
+  if ((h.flags & wire::kFlagCarried) != 0 &&
+      (type == wire::MsgType::kResult || type == wire::MsgType::kAck)) {
+    onCarriedRelease(link, h, p);
+    return;
+  }
   auto it = ops_.find(h.seq);
   if (it != ops_.end()) {
     it->second->onMessage(links_[link].conn, h, p);
@@ -295,6 +303,23 @@ void Communicator::onReducerMessage(uint32_t link, const wire::Header& h, transp
     // All-gather and broadcast results do not wait for this rank: they may come first.
     early_[h.seq].push_back(EarlyMessage{links_[link].conn, h, std::move(p)});
   }
+}
+
+void Communicator::onCarriedRelease(uint32_t link, const wire::Header& h, transport::Payload& p) {
+  wire::Header released = h;
+  released.type = static_cast<uint8_t>(wire::MsgType::kReleased);
+  released.seq = h.seq + static_cast<uint64_t>(static_cast<int64_t>(h.status));
+  released.flags = 0;
+  released.status = 0;
+  released.payload_bytes = 0;
+  if (auto it = ops_.find(released.seq); it != ops_.end()) {
+    transport::Payload none;
+    it->second->onMessage(links_[link].conn, released, none);
+  }
+  wire::Header plain = h;
+  plain.flags &= ~wire::kFlagCarried;
+  plain.status = 0;
+  onReducerMessage(link, plain, p);
 }
 
 void Communicator::onReducerError(const wire::Header& h, transport::Payload& p) {
@@ -332,6 +357,7 @@ void Communicator::onTick() {
   if (holding_failure_ && now >= notice_deadline_) releaseFailure();
   if (hellos_sent_ && joined_links_ < links_.size()) retryConnections(now);
   heartbeat(now);
+  for (uint32_t m = 0; m < landed_later_.size(); ++m) sendLandedLater(m);
   tryRejoins(now);
   for (auto& op : snapshot()) op->onTick(now);
   p2p_->onTick(now);

@@ -112,6 +112,13 @@ class Communicator {
   void sendControl(wire::MsgType type, uint32_t m, uint64_t seq);
   /** An operation that ran the release round completed (kept to answer for it after a loss). */
   void releasedOp(uint64_t seq);
+  /**
+   * Operation @p seq returned before its release round: its kLanded for reducer @p m rides on
+   * the next data frame to @p m (carryLanded), or goes alone at the next tick.
+   */
+  void landedLater(uint32_t m, uint64_t seq);
+  /** Puts a kLanded waiting for reducer @p m into @p h, a data frame to it, if one waits. */
+  void carryLanded(uint32_t m, wire::Header* h);
 
   /** Header reducer index of messages to ring neighbours (and stamps epoch 0). */
   static constexpr uint32_t kNoReducer = UINT32_MAX;
@@ -254,6 +261,14 @@ class Communicator {
   std::vector<uint8_t> alive_;
   std::vector<std::string> lost_;
   std::deque<uint64_t> released_ops_;
+  // kLanded of operations that returned before their release round, per data reducer, until a
+  // frame carries them or the tick sends them (sendLandedLater). At most kLandedLaterMax wait:
+  // each holds a copy of its results.
+  std::vector<std::deque<uint64_t>> landed_later_;
+  static constexpr size_t kLandedLaterMax = 16;
+  void sendLandedLater(uint32_t m);
+  // A result or ack that carries the kReleased of another operation: both are delivered.
+  void onCarriedRelease(uint32_t link, const wire::Header& h, transport::Payload& p);
   std::set<transport::ConnId> lost_conns_;  // closed for a lost reducer: late news is ignored
   static constexpr size_t kReleasedOpsKept = 256;
   // Re-admission: per data reducer, where its rejoin stands; the first operation it serves

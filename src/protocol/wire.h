@@ -22,7 +22,8 @@ constexpr uint32_t kMagic = 0x31584452;  // "RDX1" in memory order
 // 7: heartbeats (kHeartbeat) and HelloBody.heartbeat_ms.
 // 8: reducer failover (docs/failover.md): kFlagHeldResult, kLanded, kReleased, kDone.
 // 9: re-admission of a replacement reducer: kFlagRejoin, kResume.
-constexpr uint16_t kVersion = 9;
+// 10: the release round's messages ride on data and results (kFlagCarried, kFlagReturned).
+constexpr uint16_t kVersion = 10;
 // Hard cap on any payload: a chunk (LIBREDUCE_CHUNK_BYTES range).
 constexpr uint64_t kMaxPayloadBytes = limits::kMaxChunkBytes;
 constexpr uint64_t kMaxControlBytes = 64ull << 10;
@@ -103,6 +104,13 @@ enum : uint16_t {
   // kHello of a rank rejoining a reducer it lost (a replacement at the same address): the
   // reducer admits itself to a running communicator at an operation boundary (kResume).
   kFlagRejoin = 128,
+  // Failover's release round carried by other frames (docs/failover.md): a kData carries the
+  // kLanded of operation seq + status, a kResult or kAck the kReleased of operation
+  // seq + status (Header.status, signed, is otherwise unused in these frames).
+  kFlagCarried = 256,
+  // kLanded (alone or carried) of a rank that completed the operation without waiting for its
+  // kReleased: the reducer may carry that on a later result.
+  kFlagReturned = 512,
 };
 
 // 72 bytes, host (little-endian) byte order: every supported host is little-endian.

@@ -421,6 +421,7 @@ void ReduceComm::sendResults(const std::shared_ptr<Slot>& slot) {
     transport::ConnId to = ranks_[r].result_conn != 0 ? ranks_[r].result_conn : ranks_[r].conn;
     out.type = static_cast<uint8_t>(gets_result ? wire::MsgType::kResult : wire::MsgType::kAck);
     out.rank = r;
+    carryReleased(r, &out);
     out.payload_bytes = gets_result ? slot->bytes : 0;
     ++slot->sends;
     transport_->send(to, &out, sizeof out, gets_result ? result : nullptr, out.payload_bytes,
@@ -546,23 +547,6 @@ void ReduceComm::heartbeat(Clock::time_point now) {
   }
 }
 
-namespace {
-// Marks @p rank in @p by_op[seq]; true when every rank is marked. Old operations are forgotten.
-bool mark(std::map<uint64_t, std::vector<uint8_t>>& by_op, uint64_t seq, uint32_t rank,
-          uint32_t nranks, size_t remembered) {
-  std::vector<uint8_t>& ranks = by_op[seq];
-  ranks.resize(nranks, 0);
-  ranks[rank] = 1;
-  while (by_op.size() > remembered) by_op.erase(by_op.begin());
-  return std::all_of(ranks.begin(), ranks.end(), [](uint8_t r) { return r != 0; });
-}
-}  // namespace
-
-bool ReduceComm::isDone(uint64_t seq, uint32_t rank) const {
-  auto it = done_.find(seq);
-  return it != done_.end() && rank < it->second.size() && it->second[rank] != 0;
-}
-
 bool ReduceComm::resume(uint32_t rank, uint64_t seq) {
   resumed_.resize(shape_.nranks, 0);
   if (resumed_[rank] == 0) first_seq_ = std::max(first_seq_, seq);
@@ -574,28 +558,6 @@ bool ReduceComm::waitingForResume() const {
   if (!rejoining_) return false;
   return resumed_.size() < shape_.nranks ||
          std::any_of(resumed_.begin(), resumed_.end(), [](uint8_t r) { return r == 0; });
-}
-
-void ReduceComm::landed(uint32_t rank, uint64_t seq) {
-  // Operations before a replacement's first are none of its business (a rank tells every live
-  // reducer of the operations it completed).
-  if (seq < first_seq_) return;
-  if (failed() || !mark(landed_, seq, rank, shape_.nranks, kOpsRemembered)) return;
-  landed_.erase(seq);
-  // Every rank holds every result of the operation: chunks of it still here (re-routed after
-  // a loss, waiting for frames that ranks which completed it will never send) are moot.
-  for (auto& slot : slotsOf(seq)) discardSlot(slot);
-  wire::Header r =
-      wire::makeHeader(wire::MsgType::kReleased, shape_.comm_id, shape_.epoch, 0, shape_.nranks);
-  r.seq = seq;
-  for (uint32_t to = 0; to < shape_.nranks; ++to) sendTo(to, r);
-}
-
-void ReduceComm::done(uint32_t rank, uint64_t seq) {
-  if (failed() || seq < first_seq_) return;
-  mark(done_, seq, rank, shape_.nranks, kOpsRemembered);
-  for (auto& slot : slotsOf(seq)) finishIfComplete(slot);
-  landed(rank, seq);  // a rank that completed had every answer
 }
 
 }  // namespace rd::server

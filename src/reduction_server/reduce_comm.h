@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -68,10 +69,16 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   void rankLeft(uint32_t rank);
 
   /**
-   * Failover's release round (docs/failover.md): @p rank has every answer of operation @p seq.
-   * Once every rank said so, every rank is told it may complete it (kReleased).
+   * Failover's release round (docs/failover.md, release_round.cc): @p rank has every answer of
+   * operation @p seq. Once every rank said so, every rank is told it may complete it
+   * (kReleased): at once, or, for a rank that @p returned without waiting for it, on its next
+   * result (carryReleased) or at the next tick (sendReleasedLater).
    */
-  void landed(uint32_t rank, uint64_t seq);
+  void landed(uint32_t rank, uint64_t seq, bool returned);
+  /** Puts a kReleased waiting for @p rank into @p h, a result or ack to it, if one waits. */
+  void carryReleased(uint32_t rank, wire::Header* h);
+  /** Sends every kReleased still waiting for a result to carry it (each tick). */
+  void sendReleasedLater();
 
   /**
    * After a loss, @p rank says it completed operation @p seq: it sends no frames for it any more,
@@ -171,6 +178,11 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   std::map<uint64_t, std::vector<uint8_t>> landed_;
   std::map<uint64_t, std::vector<uint8_t>> done_;
   static constexpr size_t kOpsRemembered = 4096;
+  // kReleased waiting for a result to carry them, per rank; at most kReleasedLaterMax each
+  // (every one holds a copy of results at its rank).
+  std::vector<std::deque<uint64_t>> released_later_;
+  static constexpr size_t kReleasedLaterMax = 16;
+  void sendReleasedLater(uint32_t rank);
   bool rejoining_ = false;
   std::vector<uint8_t> resumed_;  // per rank, for a replacement
   uint64_t first_seq_ = 0;

@@ -140,7 +140,7 @@ void ReductionServer::onMessage(transport::ConnId conn, const void* header, size
       peer.state == State::kJoined && !peer.resultChannel() &&
       (peer.comm->flags() & wire::kFlagFailover) != 0) {
     if (type == wire::MsgType::kLanded) {
-      peer.comm->landed(peer.hello.rank, h.seq);
+      peer.comm->landed(peer.hello.rank, h.seq, (h.flags & wire::kFlagReturned) != 0);
     } else {
       peer.comm->done(peer.hello.rank, h.seq);
     }
@@ -157,7 +157,18 @@ void ReductionServer::onMessage(transport::ConnId conn, const void* header, size
     onAuth(conn, peer, payload);
   } else if (type == wire::MsgType::kData && peer.state == State::kJoined &&
              !peer.resultChannel()) {
-    onData(conn, peer, h, payload);
+    if ((h.flags & wire::kFlagCarried) == 0) {
+      onData(conn, peer, h, payload);
+      return;
+    }
+    // The frame carries the rank's kLanded of another operation: both are taken.
+    if ((peer.comm->flags() & wire::kFlagFailover) != 0) {
+      peer.comm->landed(peer.hello.rank, h.seq + static_cast<uint64_t>(int64_t{h.status}), true);
+    }
+    wire::Header plain = h;
+    plain.flags &= ~wire::kFlagCarried;
+    plain.status = 0;
+    onData(conn, peer, plain, payload);
   } else if (type == wire::MsgType::kLeave && peer.state == State::kJoined &&
              peer.resultChannel()) {
     // The rank's data connection carries its leave or its failure notice.
@@ -446,6 +457,7 @@ void ReductionServer::onTick() {
     }
     comm->checkTimeouts(now);
     comm->heartbeat(now);
+    comm->sendReleasedLater();
     ++it;
   }
   drainWaiting();

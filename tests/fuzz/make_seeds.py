@@ -15,7 +15,7 @@ NRANKS = 4
 CHUNK_BYTES = 4096  # the frames' chunk size, and the shape's cap
 
 MAGIC = 0x31584452
-VERSION = 9  # wire::kVersion
+VERSION = 10  # wire::kVersion
 HELLO, JOINED, DATA = 1, 5, 7
 ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST = 0, 1, 2, 3
 INT8, FLOAT32, BFLOAT16 = 0, 7, 9

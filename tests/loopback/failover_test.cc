@@ -162,6 +162,50 @@ TEST(Failover, ASmallResultHandedBackEarlyIsStillAnsweredFor) {
   Fabric::reset();
 }
 
+// Small all-reduces do not wait for their release round, so its messages ride on the next
+// data frame (kLanded) and result (kReleased) between the same rank and reducer; only those no
+// frame carried in time go alone. Either way each goes exactly once per rank and operation.
+TEST(Failover, TheReleaseRoundRidesOnDataAndResults) {
+  World world(failoverWorld(3, 2));
+  ASSERT_EQ(world.join(), rdSuccess) << lastError();
+  struct Counts {
+    std::atomic<int> landed_alone{0}, landed_carried{0}, released_alone{0}, released_carried{0};
+  };
+  auto counts = std::make_shared<Counts>();
+  Fabric::setFilter([counts](const MessageView& m) {
+    wire::Header h;
+    if (m.header_len != sizeof h) return Fate{};
+    std::memcpy(&h, m.header, sizeof h);
+    const bool carried = (h.flags & wire::kFlagCarried) != 0;
+    switch (static_cast<wire::MsgType>(h.type)) {
+      case wire::MsgType::kLanded: ++counts->landed_alone; break;
+      case wire::MsgType::kReleased: ++counts->released_alone; break;
+      case wire::MsgType::kData: counts->landed_carried += carried ? 1 : 0; break;
+      case wire::MsgType::kResult:
+      case wire::MsgType::kAck: counts->released_carried += carried ? 1 : 0; break;
+      default: break;
+    }
+    return Fate{};
+  });
+  constexpr int kOps = 40;
+  for (int i = 0; i < kOps; ++i) {
+    ASSERT_TRUE(allCorrect(world.run(Collective::kAllReduce, 1000 + i, rdFloat32, rdSum)));
+  }
+  // The last operations' messages go alone at the next tick.
+  const int expected = kOps * 3;
+  auto settled = [&] {
+    return counts->landed_alone + counts->landed_carried == expected &&
+           counts->released_alone + counts->released_carried == expected;
+  };
+  auto deadline = Clock::now() + kBound;
+  while (!settled() && Clock::now() < deadline) std::this_thread::yield();
+  EXPECT_EQ(counts->landed_alone + counts->landed_carried, expected);
+  EXPECT_EQ(counts->released_alone + counts->released_carried, expected);
+  EXPECT_GT(counts->landed_carried, expected / 2);
+  EXPECT_GT(counts->released_carried, expected / 2);
+  Fabric::reset();
+}
+
 TEST(Failover, LosingEveryReducerNamesThemAll) {
   World world(failoverWorld(3, 2));
   ASSERT_EQ(world.join(), rdSuccess) << lastError();

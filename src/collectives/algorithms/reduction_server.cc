@@ -58,8 +58,9 @@ class ReducerOp final : public Operation {
   void prepareCompression();
   void succeedIfDone();
   // Failover: a small all-reduce hands its buffers back once every answer is here, before the
-  // release round ends, answering for its results from a copy (docs/failover.md).
-  void returnBeforeRelease();
+  // release round ends, answering for its results from a copy (docs/failover.md). Whether it
+  // did.
+  bool returnBeforeRelease();
   // Whether a result landing in the output could overwrite a contribution not yet sent again.
   bool overlapping() const;
   // Whether an answer's echoed arguments are this rank's call.
@@ -233,6 +234,7 @@ void ReducerOp::sendChunk(uint32_t m, uint32_t k) {
   h.seq = seq_;
   h.chunk = k;
   h.payload_bytes = span.elems * wire_esize_;
+  comm_->carryLanded(m, &h);
   const char* bytes = static_cast<const char*>(desc_.send) + sendOffset(span);
   if (holds_[k] != 0) {  // re-routed, and the lost reducer's result is here: send that
     h.flags |= wire::kFlagHeldResult;
@@ -414,8 +416,11 @@ void ReducerOp::succeedIfDone() {
     if (!had_all_ && answered_count_ == expected_) {
       had_all_ = true;
       landed_to_ = comm_->route(seq_, 0);
-      comm_->sendControl(wire::MsgType::kLanded, landed_to_, seq_);
-      returnBeforeRelease();
+      if (returnBeforeRelease()) {
+        comm_->landedLater(landed_to_, seq_);  // no one waits for it: it rides on a later frame
+      } else {
+        comm_->sendControl(wire::MsgType::kLanded, landed_to_, seq_);
+      }
     }
     if (!had_all_ || !released_) return;
     comm_->releasedOp(seq_);
@@ -428,9 +433,11 @@ void ReducerOp::succeedIfDone() {
   if (!returned_) request_->complete(rdSuccess);
 }
 
-void ReducerOp::returnBeforeRelease() {
+bool ReducerOp::returnBeforeRelease() {
   const size_t bytes = desc_.count * esize_;
-  if (coll_ != wire::Coll::kAllReduce || released_ || bytes > kReturnBeforeReleaseBytes) return;
+  if (coll_ != wire::Coll::kAllReduce || released_ || bytes > kReturnBeforeReleaseBytes) {
+    return false;
+  }
   const char* results = static_cast<const char*>(desc_.recv);
   kept_.assign(results, results + bytes);
   // Every chunk's result is held: after a loss this rank sends results only, from the copy, and
@@ -440,6 +447,7 @@ void ReducerOp::returnBeforeRelease() {
   in_place_ = true;
   returned_ = true;
   request_->complete(rdSuccess);
+  return true;
 }
 
 bool ReducerOp::overlapping() const {

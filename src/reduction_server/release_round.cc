@@ -1,0 +1,93 @@
+// Failover's release round on the reducer (docs/failover.md): which ranks have every answer of
+// an operation (kLanded), which completed it after a loss (kDone), and the kReleased that tells
+// every rank its buffers may go back. A rank that completed without waiting gets its kReleased
+// on a later result, or alone at the next tick.
+#include <algorithm>
+#include <cstdint>
+
+#include "reduction_server/reduce_comm.h"
+
+namespace rd::server {
+
+namespace {
+// How a rank is marked in an operation's landed_ / done_ entry.
+constexpr uint8_t kWaits = 1;     // waits for kReleased
+constexpr uint8_t kReturned = 2;  // completed already: its kReleased may wait for a result
+
+// Marks @p rank in @p by_op[seq] with @p how; the marks once every rank is marked, else
+// nothing. Old operations are forgotten.
+std::vector<uint8_t> mark(std::map<uint64_t, std::vector<uint8_t>>& by_op, uint64_t seq,
+                          uint32_t rank, uint32_t nranks, size_t remembered, uint8_t how) {
+  std::vector<uint8_t>& ranks = by_op[seq];
+  ranks.resize(nranks, 0);
+  ranks[rank] = how;
+  while (by_op.size() > remembered) by_op.erase(by_op.begin());
+  if (!std::all_of(ranks.begin(), ranks.end(), [](uint8_t r) { return r != 0; })) return {};
+  return ranks;
+}
+}  // namespace
+
+bool ReduceComm::isDone(uint64_t seq, uint32_t rank) const {
+  auto it = done_.find(seq);
+  return it != done_.end() && rank < it->second.size() && it->second[rank] != 0;
+}
+
+void ReduceComm::landed(uint32_t rank, uint64_t seq, bool returned) {
+  // Operations before a replacement's first are none of its business (a rank tells every live
+  // reducer of the operations it completed).
+  if (seq < first_seq_ || failed()) return;
+  std::vector<uint8_t> marks =
+      mark(landed_, seq, rank, shape_.nranks, kOpsRemembered, returned ? kReturned : kWaits);
+  if (marks.empty()) return;
+  landed_.erase(seq);
+  // Every rank holds every result of the operation: chunks of it still here (re-routed after
+  // a loss, waiting for frames that ranks which completed it will never send) are moot.
+  for (auto& slot : slotsOf(seq)) discardSlot(slot);
+  wire::Header r =
+      wire::makeHeader(wire::MsgType::kReleased, shape_.comm_id, shape_.epoch, 0, shape_.nranks);
+  r.seq = seq;
+  released_later_.resize(shape_.nranks);
+  for (uint32_t to = 0; to < shape_.nranks; ++to) {
+    if (marks[to] != kReturned) {
+      sendTo(to, r);
+      continue;
+    }
+    released_later_[to].push_back(seq);
+    if (released_later_[to].size() > kReleasedLaterMax) sendReleasedLater(to);
+  }
+}
+
+void ReduceComm::done(uint32_t rank, uint64_t seq) {
+  if (failed() || seq < first_seq_) return;
+  mark(done_, seq, rank, shape_.nranks, kOpsRemembered, kWaits);
+  for (auto& slot : slotsOf(seq)) finishIfComplete(slot);
+  landed(rank, seq, false);  // a rank that completed had every answer
+}
+
+void ReduceComm::carryReleased(uint32_t rank, wire::Header* h) {
+  h->flags &= ~wire::kFlagCarried;
+  h->status = 0;
+  if (rank >= released_later_.size() || released_later_[rank].empty()) return;
+  const auto delta = static_cast<int64_t>(released_later_[rank].front() - h->seq);
+  if (delta < INT32_MIN || delta > INT32_MAX) return;  // the tick sends it
+  h->flags |= wire::kFlagCarried;
+  h->status = static_cast<int32_t>(delta);
+  released_later_[rank].pop_front();
+}
+
+void ReduceComm::sendReleasedLater(uint32_t rank) {
+  if (rank >= released_later_.size()) return;
+  wire::Header r =
+      wire::makeHeader(wire::MsgType::kReleased, shape_.comm_id, shape_.epoch, 0, shape_.nranks);
+  for (uint64_t seq : released_later_[rank]) {
+    r.seq = seq;
+    sendTo(rank, r);
+  }
+  released_later_[rank].clear();
+}
+
+void ReduceComm::sendReleasedLater() {
+  for (uint32_t r = 0; r < released_later_.size(); ++r) sendReleasedLater(r);
+}
+
+}  // namespace rd::server
