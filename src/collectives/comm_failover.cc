@@ -1,7 +1,6 @@
 // Reducer failover on the worker side (docs/failover.md): the live reducer set, what happens when
 // a reducer is lost, and the release round's bookkeeping that outlives an operation.
 #include <algorithm>
-#include <cstdint>
 
 #include "collectives/communicator.h"
 #include "common/events.h"
@@ -10,10 +9,11 @@
 
 namespace rd::coll {
 
-void Communicator::sendControl(wire::MsgType type, uint32_t m, uint64_t seq) {
+void Communicator::sendControl(wire::MsgType type, uint32_t m, uint64_t seq, uint16_t flags) {
   if (m >= servers() || alive_[m] == 0 || links_[m].conn == 0) return;
   wire::Header h = header(type, m);
   h.seq = seq;
+  h.flags |= flags;
   transport_->send(links_[m].conn, &h, sizeof h, nullptr, 0, nullptr);
 }
 
@@ -29,21 +29,12 @@ void Communicator::landedLater(uint32_t m, uint64_t seq) {
 
 void Communicator::carryLanded(uint32_t m, wire::Header* h) {
   std::deque<uint64_t>& waiting = landed_later_.at(m);
-  if (waiting.empty()) return;
-  const auto delta = static_cast<int64_t>(waiting.front() - h->seq);
-  if (delta < INT32_MIN || delta > INT32_MAX) return;  // the tick sends it
-  h->flags |= wire::kFlagCarried;
-  h->status = static_cast<int32_t>(delta);
-  waiting.pop_front();
+  if (!waiting.empty() && wire::carry(h, waiting.front())) waiting.pop_front();  // else the tick
 }
 
 void Communicator::sendLandedLater(uint32_t m) {
   for (uint64_t seq : landed_later_[m]) {
-    if (m >= servers() || alive_[m] == 0 || links_[m].conn == 0) break;
-    wire::Header h = header(wire::MsgType::kLanded, m);
-    h.seq = seq;
-    h.flags |= wire::kFlagReturned;
-    transport_->send(links_[m].conn, &h, sizeof h, nullptr, 0, nullptr);
+    sendControl(wire::MsgType::kLanded, m, seq, wire::kFlagReturned);
   }
   landed_later_[m].clear();
 }

@@ -308,7 +308,7 @@ void Communicator::onReducerMessage(uint32_t link, const wire::Header& h, transp
 void Communicator::onCarriedRelease(uint32_t link, const wire::Header& h, transport::Payload& p) {
   wire::Header released = h;
   released.type = static_cast<uint8_t>(wire::MsgType::kReleased);
-  released.seq = h.seq + static_cast<uint64_t>(static_cast<int64_t>(h.status));
+  released.seq = wire::carriedSeq(h);
   released.flags = 0;
   released.status = 0;
   released.payload_bytes = 0;
@@ -316,10 +316,7 @@ void Communicator::onCarriedRelease(uint32_t link, const wire::Header& h, transp
     transport::Payload none;
     it->second->onMessage(links_[link].conn, released, none);
   }
-  wire::Header plain = h;
-  plain.flags &= ~wire::kFlagCarried;
-  plain.status = 0;
-  onReducerMessage(link, plain, p);
+  onReducerMessage(link, wire::withoutCarried(h), p);
 }
 
 void Communicator::onReducerError(const wire::Header& h, transport::Payload& p) {

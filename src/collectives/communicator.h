@@ -107,9 +107,11 @@ class Communicator {
   uint32_t route(uint64_t seq, uint64_t k) { return wire::routeChunk(k, seq, aliveFor(seq)); }
   /** Whether data reducer @p m is in the communicator now. */
   bool reducerAlive(uint32_t m) const { return alive_.at(m) != 0; }
-  /** Sends a header-only message about operation @p seq to reducer (or rendezvous) @p m if alive.
+  /**
+   * Sends a header-only message about operation @p seq, with @p flags, to reducer (or
+   * rendezvous) @p m if alive.
    */
-  void sendControl(wire::MsgType type, uint32_t m, uint64_t seq);
+  void sendControl(wire::MsgType type, uint32_t m, uint64_t seq, uint16_t flags = 0);
   /** An operation that ran the release round completed (kept to answer for it after a loss). */
   void releasedOp(uint64_t seq);
   /**

@@ -140,6 +140,29 @@ static_assert(sizeof(Header) == 72, "wire header layout");
 Header makeHeader(MsgType type, uint64_t comm_id, uint32_t epoch, uint32_t rank, uint32_t nranks);
 
 /**
+ * Makes @p h carry operation @p seq (kFlagCarried: a kLanded on a kData, a kReleased on a kResult
+ * or kAck), as its offset from h.seq in Header.status; false, and @p h unchanged, when the two
+ * are too far apart for that.
+ */
+inline bool carry(Header* h, uint64_t seq) {
+  const auto delta = static_cast<int64_t>(seq - h->seq);
+  if (delta < INT32_MIN || delta > INT32_MAX) return false;
+  h->flags |= kFlagCarried;
+  h->status = static_cast<int32_t>(delta);
+  return true;
+}
+/** The operation a frame with kFlagCarried carries. */
+inline uint64_t carriedSeq(const Header& h) {
+  return h.seq + static_cast<uint64_t>(static_cast<int64_t>(h.status));
+}
+/** @p h as it is without what it carries. */
+inline Header withoutCarried(Header h) {
+  h.flags &= ~kFlagCarried;
+  h.status = 0;
+  return h;
+}
+
+/**
  * Checks a received header: size, magic, version, type, dtype/op/coll where the type uses them,
  * rank < nranks <= kMaxRanks, payload length (as announced and as received) within the cap of
  * its type. On failure returns rdProtocolError and says why in @p why.

@@ -74,7 +74,8 @@ ReduceComm::ReduceComm(const wire::CommShape& shape, uint32_t timeout_ms, uint32
       executor_(executor),
       name_(std::move(reducer_name)),
       ranks_(shape.nranks),
-      left_(shape.nranks, 0) {}
+      left_(shape.nranks, 0),
+      released_later_(shape.nranks) {}
 
 ReduceComm::~ReduceComm() {
   for (auto& [key, slot] : slots_) dropSlot(slot);

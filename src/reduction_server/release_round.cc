@@ -4,6 +4,7 @@
 // on a later result, or alone at the next tick.
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 
 #include "reduction_server/reduce_comm.h"
 
@@ -46,7 +47,6 @@ void ReduceComm::landed(uint32_t rank, uint64_t seq, bool returned) {
   wire::Header r =
       wire::makeHeader(wire::MsgType::kReleased, shape_.comm_id, shape_.epoch, 0, shape_.nranks);
   r.seq = seq;
-  released_later_.resize(shape_.nranks);
   for (uint32_t to = 0; to < shape_.nranks; ++to) {
     if (marks[to] != kReturned) {
       sendTo(to, r);
@@ -65,18 +65,12 @@ void ReduceComm::done(uint32_t rank, uint64_t seq) {
 }
 
 void ReduceComm::carryReleased(uint32_t rank, wire::Header* h) {
-  h->flags &= ~wire::kFlagCarried;
-  h->status = 0;
-  if (rank >= released_later_.size() || released_later_[rank].empty()) return;
-  const auto delta = static_cast<int64_t>(released_later_[rank].front() - h->seq);
-  if (delta < INT32_MIN || delta > INT32_MAX) return;  // the tick sends it
-  h->flags |= wire::kFlagCarried;
-  h->status = static_cast<int32_t>(delta);
-  released_later_[rank].pop_front();
+  *h = wire::withoutCarried(*h);  // the header is reused for every rank
+  std::deque<uint64_t>& waiting = released_later_[rank];
+  if (!waiting.empty() && wire::carry(h, waiting.front())) waiting.pop_front();  // else the tick
 }
 
 void ReduceComm::sendReleasedLater(uint32_t rank) {
-  if (rank >= released_later_.size()) return;
   wire::Header r =
       wire::makeHeader(wire::MsgType::kReleased, shape_.comm_id, shape_.epoch, 0, shape_.nranks);
   for (uint64_t seq : released_later_[rank]) {

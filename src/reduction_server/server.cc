@@ -163,12 +163,9 @@ void ReductionServer::onMessage(transport::ConnId conn, const void* header, size
     }
     // The frame carries the rank's kLanded of another operation: both are taken.
     if ((peer.comm->flags() & wire::kFlagFailover) != 0) {
-      peer.comm->landed(peer.hello.rank, h.seq + static_cast<uint64_t>(int64_t{h.status}), true);
+      peer.comm->landed(peer.hello.rank, wire::carriedSeq(h), true);
     }
-    wire::Header plain = h;
-    plain.flags &= ~wire::kFlagCarried;
-    plain.status = 0;
-    onData(conn, peer, plain, payload);
+    onData(conn, peer, wire::withoutCarried(h), payload);
   } else if (type == wire::MsgType::kLeave && peer.state == State::kJoined &&
              peer.resultChannel()) {
     // The rank's data connection carries its leave or its failure notice.

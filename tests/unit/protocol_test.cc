@@ -108,6 +108,26 @@ TEST(WireHeader, MakeHeaderStampsIdentity) {
   EXPECT_EQ(h.payload_bytes, 0u);
 }
 
+// The release round's carried messages (docs/failover.md): another operation rides in a frame
+// as a signed offset from the frame's own, both ways, and one too far away is not carried.
+TEST(WireHeader, CarriesAnotherOperationBothWaysAndRefusesOneTooFar) {
+  Header h = makeHeader(MsgType::kData, 1, 1, 0, 4);
+  h.seq = 1000;
+  for (uint64_t other : {uint64_t{998}, uint64_t{1000}, uint64_t{5000}}) {
+    Header c = h;
+    ASSERT_TRUE(carry(&c, other));
+    EXPECT_NE(c.flags & kFlagCarried, 0);
+    EXPECT_EQ(carriedSeq(c), other);
+    Header plain = withoutCarried(c);
+    EXPECT_EQ(plain.flags, h.flags);
+    EXPECT_EQ(plain.status, 0);
+  }
+  Header far = h;
+  EXPECT_FALSE(carry(&far, h.seq + (uint64_t{1} << 32)));
+  EXPECT_EQ(far.flags, h.flags);
+  EXPECT_EQ(far.status, h.status);
+}
+
 TEST(WireHeader, AcceptsValidDataHeader) {
   Header h = dataHeader(4000);
   h.coll = u8(Coll::kReduceScatter);
