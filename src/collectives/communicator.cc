@@ -387,7 +387,7 @@ rdResult_t Communicator::post(const OpDesc& asked, std::shared_ptr<Request>* req
       tuner_.record(size_class, algorithm, posted, *request);
       return rdSuccess;
     case AutoTuner::Step::kSum: {
-      // The sum of every rank's best times goes out with this call; the next one reads it.
+      // Every rank's time of each run goes out with this call (max); the next one reads it.
       std::shared_ptr<AutoTuner::Times> times =
           tuner_.trialTimes(size_class, static_cast<int>(config_.timeout_ms));
       OpDesc sum;
@@ -395,7 +395,7 @@ rdResult_t Communicator::post(const OpDesc& asked, std::shared_ptr<Request>* req
       sum.recv = times->data();
       sum.count = times->size();
       sum.dtype = rdFloat64;
-      sum.op = rdMax;  // each trial's longest time over the ranks (auto_tuner.h)
+      sum.op = rdMax;  // each run's longest time over the ranks (auto_tuner.h)
       std::shared_ptr<Request> summed;
       RD_CHECK(postAs(sum, rdAlgoReductionServer, &summed));
       tuner_.setSum(size_class, summed);
@@ -405,8 +405,8 @@ rdResult_t Communicator::post(const OpDesc& asked, std::shared_ptr<Request>* req
       std::array<double, 2> best{};
       RD_CHECK(tuner_.decide(size_class, &algorithm, &best));
       RD_LOG_INFO(
-          "rank %u: auto runs all-reduces of %llu..%llu bytes with %s (best trial, "
-          "longest over the ranks: rs %.3f ms, ring %.3f ms)",
+          "rank %u: auto runs all-reduces of %llu..%llu bytes with %s (per call in the best "
+          "run after the first, longest over the ranks: rs %.3f ms, ring %.3f ms)",
           config_.rank, size_class == 0 ? 0ull : 1ull << (size_class - 1), (1ull << size_class) - 1,
           algorithmName(algorithm), best[0] * 1e3, best[1] * 1e3);
       break;

@@ -98,8 +98,10 @@ TEST(Collectives, DeterministicModeIsBitIdenticalAcrossRunsAndRanks) {
   }
 }
 
-// LIBREDUCE_ALGO=auto over real processes: each size's first calls alternate rs and ring, then
-// every rank settles on the same one (a disagreement would hang or fail the operation).
+// LIBREDUCE_ALGO=auto over real processes: each size's first calls are runs of rs and ring, then
+// every rank settles on the same one (a disagreement would hang or fail the operation). 8 calls
+// decide the 4 MiB class (one call per run); the small classes are still in their runs, which
+// every rank must take at the same calls too.
 TEST(Collectives, AutoSettlesEverySizeOnTheSameAlgorithmOnEveryRank) {
   Cluster cluster;
   auto r = cluster.startReducers(2);

@@ -165,7 +165,8 @@ TEST(AutoTuning, EveryRankKeepsTheFasterAlgorithmOfEachSizeClass) {
   for (const Case& c : {Case{wire::MsgType::kRing, 4000, rdAlgoReductionServer},
                         Case{wire::MsgType::kData, 40000, rdAlgoRing}}) {
     slowDown(c.slowed);
-    for (uint32_t call = 0; call < coll::AutoTuner::kTrials + 4; ++call) {
+    const uint32_t calls = coll::AutoTuner::trialCalls(coll::AutoTuner::sizeClass(c.count * 4));
+    for (uint32_t call = 0; call < calls + 4; ++call) {
       EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, c.count, rdFloat32, rdSum)));
     }
     for (int r = 0; r < o.ranks; ++r) {
@@ -183,7 +184,8 @@ TEST(AutoTuning, DeterministicCommunicatorsRunRs) {
   o.deterministic = true;
   World world(o);
   ASSERT_EQ(world.join(), rdSuccess) << lastError();
-  for (uint32_t call = 0; call < coll::AutoTuner::kTrials + 2; ++call) {
+  const uint32_t calls = coll::AutoTuner::trialCalls(coll::AutoTuner::sizeClass(4000));
+  for (uint32_t call = 0; call < calls + 2; ++call) {
     EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, 1000, rdFloat32, rdSum)));
   }
   EXPECT_EQ(world.rank(0).autoChoice(4000), rdAlgoDefault);

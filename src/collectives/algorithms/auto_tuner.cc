@@ -17,6 +17,13 @@ uint32_t AutoTuner::sizeClass(uint64_t bytes) {
   return static_cast<uint32_t>(std::bit_width(bytes));
 }
 
+uint32_t AutoTuner::callsPerRun(uint32_t size_class) {
+  // The class's smallest size: a run of any size in the class moves kRunBytes or more.
+  const uint64_t smallest = size_class == 0 ? 1 : 1ull << (size_class - 1);
+  const uint64_t calls = (kRunBytes + smallest - 1) / smallest;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(calls, 1, kMaxCallsPerRun));
+}
+
 AutoTuner::Step AutoTuner::next(uint32_t size_class, rdAlgorithm_t* algorithm) {
   std::lock_guard<std::mutex> lock(mu_);
   Class& c = classes_.at(size_class);
@@ -25,12 +32,13 @@ AutoTuner::Step AutoTuner::next(uint32_t size_class, rdAlgorithm_t* algorithm) {
     return Step::kDecided;
   }
   const uint32_t call = c.calls++;
-  if (call < kTrials) {
-    *algorithm = trialAlgorithm(call);
+  const uint32_t trials = trialCalls(size_class);
+  if (call < trials) {
+    *algorithm = runAlgorithm(call / callsPerRun(size_class));
     return Step::kTrial;
   }
   *algorithm = rdAlgoReductionServer;
-  return call == kTrials ? Step::kSum : Step::kDecide;
+  return call == trials ? Step::kSum : Step::kDecide;
 }
 
 void AutoTuner::record(uint32_t size_class, rdAlgorithm_t algorithm, Clock::time_point posted,
@@ -47,10 +55,16 @@ std::shared_ptr<AutoTuner::Times> AutoTuner::trialTimes(uint32_t size_class, int
   }
   auto times = std::make_shared<Times>();
   times->fill(kFailedSeconds);
-  for (size_t i = 0; i < trials.size() && i < kTrials; ++i) {
-    Trial& t = trials[i];
-    if (t.request->wait(timeout_ms) != rdSuccess) continue;
-    (*times)[i] = std::chrono::duration<double>(t.request->completedAt() - t.posted).count();
+  const size_t per_run = callsPerRun(size_class);
+  for (size_t run = 0; run < kRuns && (run + 1) * per_run <= trials.size(); ++run) {
+    const size_t first = run * per_run;
+    Clock::time_point end = trials[first].posted;
+    bool ok = true;
+    for (size_t i = first; i < first + per_run && ok; ++i) {
+      ok = trials[i].request->wait(timeout_ms) == rdSuccess;
+      end = std::max(end, trials[i].request->completedAt());
+    }
+    if (ok) (*times)[run] = std::chrono::duration<double>(end - trials[first].posted).count();
   }
   std::lock_guard<std::mutex> lock(mu_);
   classes_.at(size_class).sum = times;
@@ -74,9 +88,9 @@ rdResult_t AutoTuner::decide(uint32_t size_class, rdAlgorithm_t* algorithm,
   if (!request || !sum) return setError(rdInternalError, "auto: no times to decide by");
   RD_CHECK(request->wait(-1));  // the operation's own timeouts bound it
   std::array<double, 2> fastest{kFailedSeconds, kFailedSeconds};  // rs, ring
-  for (uint32_t i = 0; i < kTrials; ++i) {
-    double& slot = fastest[trialAlgorithm(i) == rdAlgoRing ? 1 : 0];
-    slot = std::min(slot, (*sum)[i]);
+  for (uint32_t run = 2; run < kRuns; ++run) {  // runs 0 and 1, each one's first, warm up
+    double& slot = fastest[runAlgorithm(run) == rdAlgoRing ? 1 : 0];
+    slot = std::min(slot, (*sum)[run] / callsPerRun(size_class));
   }
   std::lock_guard<std::mutex> lock(mu_);
   Class& c = classes_.at(size_class);

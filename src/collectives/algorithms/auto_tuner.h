@@ -4,19 +4,28 @@
 // link time; rs wins where the links are the limit), so the communicator measures it, per size
 // class (powers of two):
 //
-//   - the first kTrials calls of a class alternate rs and ring, each timed on every rank from
-//     post to completion;
+//   - the first trialCalls() calls of a class are kRuns runs of back-to-back calls, alternating
+//     rs and ring; each run is timed on every rank from its first call's post to the last
+//     completion among its calls;
 //   - the next call (kSum) runs rs, and every rank posts with it one small all-reduce (max) of
-//     its time of every trial (it waits for its own trials first);
+//     its time of every run (it waits for its own trials first);
 //   - the call after that (kDecide) waits for those maxima, which every rank receives
-//     identical, takes each algorithm's best trial and so makes the same choice on every
-//     rank; the class keeps it from then on.
+//     identical, takes each algorithm's best run but its first and so makes the same choice on
+//     every rank; the class keeps it from then on.
 //
-// A trial's time is the longest any rank saw. One rank's own time misleads when the ranks post
+// Why runs, and why not the first: the steady state is what the class will see from then on,
+// and a class's first calls do not see it. A link that saved up credit while idle (a token
+// bucket: cloud rate limits, the emulated cluster's links) runs the first calls at the speed of
+// the CPUs, where ring was faster, and the steady state at the link's rate, where rs is
+// (measured: 32 KiB at 4 ranks on 200 Mbit/s links, ring 0.7 ms per call alone against 2.1 ms
+// back to back; a 6-call trial chose ring where rs was 1.5 times as fast). A run moves at least
+// kRunBytes per rank (up to kMaxCallsPerRun calls), so that a saved-up burst is a small part of
+// it, and each algorithm's first run, which also sets up the ring's connections, only warms up.
+//
+// A run's time is the longest any rank saw. One rank's own time misleads when the ranks post
 // at different moments: a ring rank that posts last finds its neighbours' pieces already
-// there and finishes at once (measured: ring trials of 64 KiB at 4 ranks on 200 Mbit/s links
-// timed 0.8 ms per rank, against 4 ms per call in steady state), while an rs rank always waits
-// for the reducer's answer. The rank that posts first waits for the whole operation.
+// there and finishes at once, while an rs rank always waits for the reducer's answer. The rank
+// that posts first waits for the whole operation.
 //
 // A rank's calls of a class must follow each other (as they do when every rank is a process or
 // a thread of its own): the kSum call waits for the class's earlier calls to complete.
@@ -37,13 +46,22 @@ namespace rd::coll {
 
 class AutoTuner {
  public:
-  /** Calls of a size class that try an algorithm before it is decided (half each). */
-  static constexpr uint32_t kTrials = 6;
+  /** Timed runs of a size class before it is decided, alternating rs and ring. */
+  static constexpr uint32_t kRuns = 6;
+  /** Bytes per rank a run moves at least, unless that takes more than kMaxCallsPerRun calls. */
+  static constexpr uint64_t kRunBytes = 2ull << 20;
+  static constexpr uint32_t kMaxCallsPerRun = 64;
   using Clock = std::chrono::steady_clock;
-  using Times = std::array<double, kTrials>;  // seconds of each trial, in call order
+  using Times = std::array<double, kRuns>;  // seconds of each run, in call order
 
   /** The size class of an all-reduce of @p bytes. */
   static uint32_t sizeClass(uint64_t bytes);
+
+  /** Calls per timed run of @p size_class (the same on every rank: it depends on the class). */
+  static uint32_t callsPerRun(uint32_t size_class);
+
+  /** Calls of @p size_class that try an algorithm before the two that decide it. */
+  static uint32_t trialCalls(uint32_t size_class) { return kRuns * callsPerRun(size_class); }
 
   enum class Step { kTrial, kSum, kDecide, kDecided };
 
@@ -55,7 +73,7 @@ class AutoTuner {
               std::shared_ptr<Request> request);
 
   /**
-   * kSum: this rank's time of each trial, once every trial completed (waits up to
+   * kSum: this rank's time of each run, once every trial completed (waits up to
    * @p timeout_ms for them), in memory that lives until the class is decided: the buffer of
    * the all-reduce (max) that combines them, whose request setSum() keeps.
    */
@@ -64,13 +82,14 @@ class AutoTuner {
 
   /**
    * kDecide: waits for the combined times, fixes the class to the algorithm with the faster
-   * best trial and returns it (and, when asked, each algorithm's best time: rs, ring).
+   * best run (not counting its first) and returns it (and, when asked, each algorithm's best
+   * run's time per call: rs, ring).
    */
   rdResult_t decide(uint32_t size_class, rdAlgorithm_t* algorithm,
                     std::array<double, 2>* best = nullptr);
 
-  /** The algorithm trial @p index of a class runs. */
-  static rdAlgorithm_t trialAlgorithm(uint32_t index) {
+  /** The algorithm run @p index of a class runs. */
+  static rdAlgorithm_t runAlgorithm(uint32_t index) {
     // rs first: it needs no connections of its own, so the class's first call is not also
     // the one that sets up the ring's.
     return index % 2 == 0 ? rdAlgoReductionServer : rdAlgoRing;
