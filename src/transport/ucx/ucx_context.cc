@@ -21,11 +21,11 @@ constexpr uint64_t kRxSegHeaderRoom = 4 << 10;
 constexpr uint64_t kUcxDefaultRxSeg = 64 << 10;
 constexpr uint64_t kMaxRxSeg = (1 << 20) + kRxSegHeaderRoom;
 
-// UCX over TCP receives a message larger than its receive segment in pieces and assembles it
-// (and then hands libreduce bytes it must copy again): a 64 KiB chunk with its headers is just
-// over UCX's default 64 KiB, and at 1 Gbit/s on 2 cores such chunks cost twice the CPU per byte
-// of 32 KiB ones and halved the all-reduce rate (bench/results/cluster-2026-12-05-1gbit). So
-// every message sent eagerly (LIBREDUCE_EAGER_BYTES) fits one segment, up to kMaxRxSeg.
+// UCX over TCP receives a message larger than its receive segment in pieces and assembles them
+// into a buffer of its own: a 64 KiB chunk with its headers is just over UCX's default 64 KiB,
+// and at 1 Gbit/s on 2 cores such chunks cost the workers twice the CPU per byte of 32 KiB ones
+// and halved the all-reduce rate (bench/results/cluster-2026-12-05-1gbit). So every message
+// sent eagerly (LIBREDUCE_EAGER_BYTES) fits one segment, up to kMaxRxSeg.
 void fitEagerMessagesInOneSegment(ucp_config_t* config) {
   if (std::getenv("UCX_TCP_RX_SEG_SIZE") != nullptr) return;  // the user's choice stands
   uint64_t eager = 0;
