@@ -55,7 +55,7 @@ def test_every_test_gloo_passes_passes_or_is_gated_by_name(tmp_path, reducer_cou
     out = tmp_path / "outcomes.json"
     env = dict(os.environ, LIBREDUCE_BUILD_DIR=str(BUILD))
     command = [sys.executable, str(SUITE / "distributed_suite.py"), "--backend", "libreduce",
-               "--reducers", str(reducer_count), "--names", str(tmp_path / "names"), "--json",
+               "--reducers", str(reducer_count), "--start-method", "fork", "--names", str(tmp_path / "names"), "--json",
                str(out)]
     run = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, timeout=1200)
