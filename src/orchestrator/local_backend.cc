@@ -21,6 +21,7 @@
 #include "orchestrator/job_files.h"
 #include "orchestrator/job_record.h"
 #include "orchestrator/job_status.h"
+#include "orchestrator/local_job.h"
 #include "orchestrator/network_emulation.h"
 #include "orchestrator/orphan_guard.h"
 #include "orchestrator/replica_env.h"
@@ -36,92 +37,8 @@ namespace {
 constexpr int kReadyPollMs = 100;
 constexpr int kIdlePollMs = 1000;
 constexpr int kEmulatedPort = 29500;  // torchrun's default MASTER_PORT
-// A rank that fails because a reducer died can be reaped before that reducer: the reducer's
-// connections close as its exit begins, its exit status comes only at the end. A rank's failure
-// is acted on after this long, so that a reducer's exit in the meantime, the cause, decides:
-// one incident, one restart.
-constexpr auto kRankFailureSettle = std::chrono::seconds(1);
 
-// Where the job is in its life. Finishing: the result is known (success), the other replicas get
-// a grace period to end by themselves. Stopping: every replica got SIGTERM and gets SIGKILL at
-// the deadline; then the job ends, or starts its next attempt.
-enum class Phase { kProvisioning, kRunning, kFinishing, kStopping, kDone };
-
-class LocalJob {
- public:
-  LocalJob(const JobSpec& spec, const RunOptions& options)
-      : spec_(spec), options_(options), display_(options.quiet) {}
-
-  JobResult run();
-
- private:
-  bool prepare(std::string* error);
-  void startAttempt();
-  const EmulatedHost* hostOf(const Replica& r) const;
-  bool launch(Replica& r);
-  void startOthers();
-  void loop();
-  int pollTimeoutMs() const;
-  void pollOnce(int timeout_ms);
-  void onSignal(int sig);
-  void reapChildren();
-  // @p group_lingers: what the replica started still runs (being stopped) and may still write
-  // to its pipes, which stay open until they are drained to the end.
-  void onExit(Replica& r, int status, bool group_lingers = false);
-  void closeOutput(pid_t pgid);
-  void failOrRestart(Replica& r, const std::string& cause);
-  // A rank's failure while reducers run waits kRankFailureSettle (settleRankFailures acts).
-  void deferRankFailure(const Replica& r, const std::string& cause);
-  void settleRankFailures();
-  // A reducer ended while the job ran: with failover the ranks go on with the others, so the
-  // job goes on, and the reducer starts again at its address to be re-admitted. False when
-  // the job cannot go on without it (no failover, or no other reducer left).
-  bool goOnWithout(Replica& r, const std::string& cause);
-  // Replacement reducers whose ready line came (the loop polls while one is awaited).
-  void checkReplacements();
-  void pruneLingering();
-  void restoreSignals();
-  void drain(Replica& r, bool is_stderr, bool final);
-  void checkProvisioning();
-  void checkDeadlines();
-  void succeed(const std::string& why);
-  void fail(const std::string& cause);
-  void beginStop(JobState final_state, const std::string& cause, bool restart);
-  void enterPhase(Phase phase, JobState state);
-  bool anyRunning(bool everyone) const;
-  void updateStatus();
-  void writeStatus();
-  void cleanup();
-
-  const JobSpec& spec_;
-  RunOptions options_;
-  JobDisplay display_;
-  OrphanGuard guard_;
-  EmulatedNetwork net_;
-  JobLayout layout_;
-  std::string secret_dir_;
-  std::string log_dir_;
-  int signal_fd_ = -1;
-  sigset_t old_mask_{};
-
-  std::vector<Replica> replicas_;
-  std::vector<FailoverRecord> failovers_;
-  std::vector<pid_t> lingering_;  // groups of stopped replicas whose leader already ended
-  // Ranks' failures not yet acted on (name, cause), and when they are.
-  std::vector<std::pair<std::string, std::string>> rank_failures_;
-  Clock::time_point rank_failures_due_ = Clock::time_point::max();
-  Phase phase_ = Phase::kProvisioning;
-  JobState state_ = JobState::kQueued;
-  JobState final_state_ = JobState::kFailed;
-  std::string cause_;
-  bool restart_after_stop_ = false;
-  int restarts_used_ = 0;
-  int cancel_signal_ = 0;
-  Clock::time_point started_;
-  Clock::time_point job_deadline_ = Clock::time_point::max();
-  Clock::time_point phase_deadline_ = Clock::time_point::max();
-  std::string started_wall_;
-};
+}  // namespace
 
 JobResult LocalJob::run() {
   JobResult result;
@@ -411,193 +328,6 @@ void LocalJob::onSignal(int sig) {
   beginStop(JobState::kCancelled, std::string("cancelled by SIG") + sigabbrev_np(sig), false);
 }
 
-void LocalJob::reapChildren() {
-  for (;;) {
-    // Peek first: while the exited process is a zombie, its pid (its group's id) cannot be
-    // reused, so its group can be signalled safely before it is reaped.
-    siginfo_t info{};
-    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
-    pid_t pid = info.si_pid;
-    Replica* replica = nullptr;
-    for (auto& r : replicas_) {
-      if (r.running && r.proc.pid == pid) replica = &r;
-    }
-    bool lingers = false;
-    if (replica != nullptr && !replica->signalled) {
-      signalGroup(pid, SIGKILL);  // whatever the replica started dies with it
-    } else if (replica != nullptr) {
-      // Being stopped: what it started keeps the stop's grace (a wrapper script that does not
-      // exec ends first); killed at the stop deadline at the latest.
-      lingering_.push_back(pid);
-      lingers = true;
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (pid == guard_.pid()) {
-      guard_.lost();
-      display_.note("warning: the orphan guard process ended unexpectedly");
-      continue;
-    }
-    if (replica == nullptr) continue;  // a process a replica left behind, reparented to us
-    if (!replica->signalled) guard_.forget(pid);
-    onExit(*replica, status, lingers);
-  }
-}
-
-// Groups whose leader ended while being stopped, still holding processes: alive ones stay.
-void LocalJob::pruneLingering() {
-  std::vector<pid_t> alive;
-  for (pid_t pgid : lingering_) {
-    if (signalGroup(pgid, 0)) {
-      alive.push_back(pgid);
-    } else {
-      guard_.forget(pgid);
-      closeOutput(pgid);
-    }
-  }
-  lingering_ = std::move(alive);
-}
-
-// The last of a replica's output once nobody of its group is left to write it.
-void LocalJob::closeOutput(pid_t pgid) {
-  for (auto& r : replicas_) {
-    if (r.running || r.proc.pid != pgid) continue;
-    drain(r, false, true);
-    drain(r, true, true);
-  }
-}
-
-void LocalJob::onExit(Replica& r, int status, bool group_lingers) {
-  // A lingering group keeps the pipes: closing them now would kill a child that is cleaning up
-  // with SIGPIPE at its next line of output (a shell reporting its own child's signal).
-  drain(r, false, !group_lingers);
-  drain(r, true, !group_lingers);
-  r.running = false;
-  r.ended = true;
-  r.exit_code = exitCodeOf(status);
-  r.result = describeWaitStatus(status);
-  if (r.signalled) {
-    r.result += " (stopped by reducectl)";
-    return;
-  }
-  bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  if (ok) r.result += " (finished)";
-  if (!ok && !r.last_err.empty()) r.result += ": " + r.last_err.back();
-  if (phase_ == Phase::kStopping || phase_ == Phase::kDone || phase_ == Phase::kFinishing) return;
-  bool is_reducer = r.id.pool == PoolKind::kReducers;
-  if (phase_ == Phase::kProvisioning && is_reducer) {
-    failOrRestart(r, r.name + " exited before it was ready (" + r.result + ")");
-    return;
-  }
-  if (ok && !is_reducer) {
-    bool has_primary = spec_.pool(PoolKind::kPrimary).replica_count > 0;
-    if (r.id.pool == PoolKind::kPrimary) {
-      succeed("the primary finished");
-    } else if (!has_primary && r.id.pool == PoolKind::kWorkers) {
-      bool all = true;
-      for (const auto& w : replicas_) {
-        if (w.id.pool == PoolKind::kWorkers && !(w.ended && w.exit_code == 0)) all = false;
-      }
-      if (all) succeed("every worker finished");
-    }
-    return;
-  }
-  std::string cause = r.name + " " + (is_reducer && ok ? "exited during the job" : "failed") +
-                      " (" + describeWaitStatus(status) + ")";
-  if (!r.last_err.empty() && !ok) cause += ": " + r.last_err.back();
-  if (is_reducer && phase_ == Phase::kRunning && goOnWithout(r, describeWaitStatus(status))) return;
-  if (!is_reducer && phase_ == Phase::kRunning &&
-      spec_.pool(PoolKind::kReducers).replica_count > 0) {
-    deferRankFailure(r, cause);
-    return;
-  }
-  failOrRestart(r, cause);
-}
-
-void LocalJob::deferRankFailure(const Replica& r, const std::string& cause) {
-  if (rank_failures_.empty()) rank_failures_due_ = Clock::now() + kRankFailureSettle;
-  rank_failures_.emplace_back(r.name, cause);
-}
-
-// Unless a stop (a reducer's failure restarting the job) came first and covers them.
-void LocalJob::settleRankFailures() {
-  auto failures = std::move(rank_failures_);
-  rank_failures_.clear();
-  rank_failures_due_ = Clock::time_point::max();
-  for (const auto& [name, cause] : failures) {
-    if (phase_ != Phase::kRunning) return;
-    for (auto& r : replicas_) {
-      if (r.name == name) failOrRestart(r, cause);
-    }
-  }
-}
-
-bool LocalJob::goOnWithout(Replica& r, const std::string& cause) {
-  const bool others = std::any_of(replicas_.begin(), replicas_.end(), [&r](const Replica& o) {
-    return o.id.pool == PoolKind::kReducers && &o != &r && o.running && o.ready;
-  });
-  if (!others || !reducersFailOver(spec_)) return false;
-  FailoverRecord f;
-  f.reducer = r.name;
-  f.address = layout_.addresses[static_cast<int>(PoolKind::kReducers)][r.id.index];
-  f.lost_at_s = std::chrono::duration<double>(Clock::now() - started_).count();
-  f.cause = cause;
-  const bool replace = reducersReplaced(spec_) && r.id.restarts < kReducerReplacements;
-  std::string note = r.name + " " + cause + ": the ranks go on with the other reducers";
-  r.ready = false;
-  if (replace) {
-    ++r.id.restarts;
-    unlink(r.ready_file.c_str());
-    f.replaced_at_s = f.lost_at_s;
-    note += "; starting a replacement at " + f.address + " (" + std::to_string(r.id.restarts) +
-            " of " + std::to_string(kReducerReplacements) + ")";
-  }
-  display_.note(note);
-  failovers_.push_back(f);
-  if (replace) launch(r);
-  return true;
-}
-
-void LocalJob::checkReplacements() {
-  for (auto& r : replicas_) {
-    if (r.id.pool != PoolKind::kReducers || !r.running || r.ready) continue;
-    std::string address = readyAddress(r.ready_file);
-    if (address.empty()) continue;
-    r.ready = true;
-    for (auto& f : failovers_) {
-      if (f.reducer == r.name && f.back_ready_at_s < 0 && f.replaced_at_s >= 0) {
-        f.back_ready_at_s = std::chrono::duration<double>(Clock::now() - started_).count();
-      }
-    }
-    display_.note(r.name + " replacement listening at " + address +
-                  "; the ranks re-admit it at an operation boundary");
-  }
-}
-
-void LocalJob::failOrRestart(Replica& r, const std::string& cause) {
-  bool is_reducer = r.id.pool == PoolKind::kReducers;
-  const Scheduling& s = spec_.scheduling;
-  bool can_restart = !s.disable_retries && restarts_used_ < s.max_restarts;
-  if (!can_restart) {
-    fail(cause);
-    return;
-  }
-  ++restarts_used_;
-  // A reducer's address changes when it restarts, which the workers cannot follow: the whole job
-  // starts again, as with restartJobOnWorkerRestart.
-  if (s.restart_job_on_worker_restart || is_reducer) {
-    display_.note(cause + "; restarting the job (restart " + std::to_string(restarts_used_) +
-                  " of " + std::to_string(s.max_restarts) + ")");
-    beginStop(JobState::kRunning, cause, true);
-    return;
-  }
-  display_.note(cause + "; restarting " + r.name + " (restart " + std::to_string(restarts_used_) +
-                " of " + std::to_string(s.max_restarts) + ")");
-  ++r.id.restarts;
-  launch(r);
-}
-
 void LocalJob::drain(Replica& r, bool is_stderr, bool final) {
   drainReplicaOutput(r, is_stderr, final, display_);
 }
@@ -763,8 +493,6 @@ void LocalJob::cleanup() {
 void LocalJob::restoreSignals() {
   unblockJobSignals(&signal_fd_, old_mask_);
 }
-
-}  // namespace
 
 const char* jobStateName(JobState state) {
   switch (state) {
