@@ -20,11 +20,6 @@
 
 namespace rd::orch {
 
-// Where the job is in its life. Finishing: the result is known (success), the other replicas get
-// a grace period to end by themselves. Stopping: every replica got SIGTERM and gets SIGKILL at
-// the deadline; then the job ends, or starts its next attempt.
-enum class Phase { kProvisioning, kRunning, kFinishing, kStopping, kDone };
-
 class LocalJob {
  public:
   LocalJob(const JobSpec& spec, const RunOptions& options)
@@ -33,6 +28,11 @@ class LocalJob {
   JobResult run();
 
  private:
+  // Where the job is in its life. Finishing: the result is known (success), the other replicas
+  // get a grace period to end by themselves. Stopping: every replica got SIGTERM and gets
+  // SIGKILL at the deadline; then the job ends, or starts its next attempt.
+  enum class Phase { kProvisioning, kRunning, kFinishing, kStopping, kDone };
+
   bool prepare(std::string* error);
   void startAttempt();
   const EmulatedHost* hostOf(const Replica& r) const;
