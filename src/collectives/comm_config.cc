@@ -48,6 +48,23 @@ rdResult_t parseReducerList(const std::string& text, std::vector<std::string>* o
   return rdSuccess;
 }
 
+bool allOnLoopback(const std::vector<std::string>& reducers) {
+  if (reducers.empty()) return false;
+  for (const auto& address : reducers) {
+    std::string host;
+    uint16_t port = 0;
+    if (transport::splitAddress(address, &host, &port) != rdSuccess) return false;
+    in_addr v4{};
+    in6_addr v6{};
+    const bool loopback =
+        host == "localhost" ||
+        (inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127) ||
+        (inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6));
+    if (!loopback) return false;
+  }
+  return true;
+}
+
 std::string localAddressToward(const std::string& address) {
   std::string host;
   uint16_t port = 0;

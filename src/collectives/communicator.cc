@@ -31,6 +31,7 @@ rdResult_t Communicator::create(const CommConfig& config, std::unique_ptr<Commun
     return setError(rdInvalidArgument, "no reducers and no rendezvous address given");
   }
   CommConfig resolved = config;
+  resolved.reducers_on_loopback = allOnLoopback(config.reducers);
   // The one place the algorithm is decided: after every source of settings was merged.
   RD_CHECK(resolveAlgorithm(config.algorithm, !config.reducers.empty(), &resolved.algorithm));
   std::unique_ptr<Communicator> comm(new Communicator(resolved));

@@ -44,13 +44,23 @@ struct CommConfig {
   // LIBREDUCE_WIRE_DTYPE: what float32 values travel as (protocol/compression.h); rdFloat32 =
   // as they are.
   rdDataType_t wire_dtype = rdFloat32;
-  std::string listen_host;        // "" = derived from the first reducer / rendezvous
-  std::string transport = "ucx";  // createTransport's name
+  std::string listen_host;  // "" = derived from the first reducer / rendezvous
+  // Every reducer is at a loopback address, so every rank and reducer shares one host
+  // (pipeline.h); set by Communicator::create from `reducers`.
+  bool reducers_on_loopback = false;
+  std::string transport = "ucx";                      // createTransport's name
   std::shared_ptr<transport::ProgressEngine> engine;  // null = the process's shared one
 };
 
 /** Parses "host:port,host:port"; every entry needs a non-zero port. */
 rdResult_t parseReducerList(const std::string& text, std::vector<std::string>* out);
+
+/**
+ * Whether every address of @p reducers ("host:port") names a loopback host as written
+ * (127.0.0.0/8, ::1, localhost); false when empty. Only the text counts, never a name's
+ * resolution, so every rank given the same list gets the same answer.
+ */
+bool allOnLoopback(const std::vector<std::string>& reducers);
 
 /** The local IPv4 address the kernel would use to reach @p address ("host:port"). */
 std::string localAddressToward(const std::string& address);

@@ -16,6 +16,7 @@ uint64_t ceilDiv(uint64_t a, uint64_t b) {
 // The chunk-size cap of an auto-sized communicator: each rank's window of chunks toward one
 // reducer is its share of the ingress budget, in whole 4 KiB pages.
 uint64_t autoCap(const CommConfig& config) {
+  if (config.reducers_on_loopback) return kLoopbackChunkBytes;
   const uint64_t n = std::max<uint32_t>(config.nranks, 1);
   const uint64_t share = config.ingress_bytes / (n * effectiveWindow(config));
   const uint64_t page = limits::kMinChunkBytes;
@@ -43,9 +44,19 @@ Pipeline reductionServerPipeline(const CommConfig& config, uint64_t buffer_bytes
   Pipeline p;
   p.window = effectiveWindow(config);
   const uint64_t per_reducer = ceilDiv(buffer_bytes, reducers);
-  const uint64_t cut = std::max(
-      {ceilDiv(per_reducer, kDepth), std::min(per_reducer, kMinCutChunkBytes), kMinPartBytes});
-  uint64_t chunk = std::min(maxChunkBytes(config), cut);
+  // An explicit size, or one host's, is used as it is; a buffer still spreads over every
+  // reducer.
+  const uint64_t whole_share = std::max(per_reducer, kMinPartBytes);
+  uint64_t chunk = 0;
+  if (config.chunk_bytes != 0) {
+    chunk = std::min(config.chunk_bytes, whole_share);
+  } else if (config.reducers_on_loopback) {
+    chunk = std::min(kLoopbackChunkBytes, whole_share);
+  } else {
+    const uint64_t cut = std::max(
+        {ceilDiv(per_reducer, kDepth), std::min(per_reducer, kMinCutChunkBytes), kMinPartBytes});
+    chunk = std::min(autoCap(config), cut);
+  }
   p.chunk_bytes = std::max<uint64_t>(elem_size, chunk / elem_size * elem_size);
   return p;
 }

@@ -13,6 +13,12 @@
 //     keeps window x chunk <= LIBREDUCE_INGRESS_BYTES / n in flight per reducer.
 //   - A window of 4 chunks covers a chunk's round trip (its send, the other ranks' copies, its
 //     result) with one to spare; more only lengthens the queues.
+//   - On one host (every reducer at a loopback address) no link is the limit: the CPUs are,
+//     and a chunk costs each process it passes through system calls and a wake-up whatever its
+//     size (on the 2-core benchmark machine about 50 us of the operation's time per chunk and
+//     rank). Chunks are then kLoopbackChunkBytes whatever the depth: 4 ranks and 2 reducers
+//     ran 1 MiB in 1.8 ms with them against 5.4 ms with the depth rule's 16 KiB chunks
+//     (bench/results/latency-loopback-2026-12-05-chunks).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +37,11 @@ struct Pipeline {
 constexpr uint32_t kDepth = 128;
 /** Window when LIBREDUCE_WINDOW is auto. */
 constexpr uint32_t kAutoWindow = 4;
+/**
+ * Chunk of an auto-sized operation on one host: of 32 KiB to 256 KiB, 128 KiB took the least
+ * time from 128 KiB to 8 MiB; 256 KiB chunks queue 4 MiB at each reducer and ran slower.
+ */
+constexpr uint64_t kLoopbackChunkBytes = 128 << 10;
 /** Largest chunk an auto-sized operation uses. */
 constexpr uint64_t kAutoMaxChunkBytes = 1ull << 20;
 /**

@@ -149,8 +149,10 @@ constexpr Setting kTable[] = {
          "Bytes per chunk a worker sends to a reducer (rounded down to whole elements). auto: "
          "chosen per operation from its size, the ranks and the reducers, so that every "
          "reducer gets a pipeline of several chunks and the chunks in flight fit "
-         "LIBREDUCE_INGRESS_BYTES (docs/performance.md). A number fixes the size of a large "
-         "operation's chunks; small ones are still cut smaller, to reach every reducer.",
+         "LIBREDUCE_INGRESS_BYTES (docs/performance.md); 128K when every reducer is at a "
+         "loopback address (one host, where messages, not links, cost the time). A number "
+         "fixes the chunk size; a buffer with less than that per reducer is still spread over "
+         "every reducer.",
      .min = limits::kMinChunkBytes,
      .max = limits::kMaxChunkBytes,
      .choices = {},

@@ -10,13 +10,13 @@
 
 namespace rd::server {
 
-namespace {
-
-std::string rankList(const std::vector<uint32_t>& ranks) {
+std::string namedRanks(const std::vector<uint32_t>& ranks) {
   std::string s;
   for (uint32_t r : ranks) s += (s.empty() ? "" : ",") + std::to_string(r);
-  return s;
+  return (ranks.size() == 1 ? "rank " : "ranks ") + s;
 }
+
+namespace {
 
 bool sameSignature(const wire::Header& a, const wire::Header& b) {
   // A held result (failover) is the same operation's frame.
@@ -466,6 +466,7 @@ void ReduceComm::failOp(uint64_t seq, rdResult_t status, const std::string& reas
   last_op_failure_ = "operation " + std::to_string(seq) + " failed: " + reason;
   for (auto& slot : slotsOf(seq)) discardSlot(slot);
   signatures_.erase(seq);
+  landed_.erase(seq);  // its release round ends with it
   wire::Header e = errorHeader(seq, status);
   for (uint32_t r = 0; r < shape_.nranks; ++r) sendTo(r, e, "reducer " + name_ + ": " + reason);
 }
@@ -519,11 +520,10 @@ void ReduceComm::checkTimeouts(Clock::time_point now) {
         missing.push_back(r);
       }
     }
-    std::string who =
-        missing.size() == 1 ? "rank " + rankList(missing) : "ranks " + rankList(missing);
     failOp(key.first, rdTimeout,
-           who + " did not deliver chunk " + std::to_string(key.second) + " of operation " +
-               std::to_string(key.first) + " within " + std::to_string(timeout_ms_) + " ms");
+           namedRanks(missing) + " did not deliver chunk " + std::to_string(key.second) +
+               " of operation " + std::to_string(key.first) + " within " +
+               std::to_string(timeout_ms_) + " ms");
     return;  // failOp changed slots_; the next tick looks again
   }
 }

@@ -24,6 +24,9 @@
 
 namespace rd::server {
 
+/** "rank 2" or "ranks 1,3": the ranks an error names. */
+std::string namedRanks(const std::vector<uint32_t>& ranks);
+
 /** A reduction of at least this many destination bytes runs on the executor. */
 constexpr size_t kOffloadBytes = 256 << 10;
 
@@ -88,6 +91,19 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
 
   /** Fails the operations whose slots waited longer than the timeout, naming missing ranks. */
   void checkTimeouts(Clock::time_point now);
+
+  /**
+   * Fails an operation whose release round waited longer than the timeout since its first
+   * kLanded, naming the ranks that never said they hold its results (a rank frozen after its
+   * last contribution left is found here, not by any slot).
+   */
+  void checkReleaseRounds(Clock::time_point now);
+
+  /** How each rank is marked in one operation's release round, and since when it is open. */
+  struct RankMarks {
+    std::vector<uint8_t> ranks;
+    Clock::time_point since;
+  };
 
   /**
    * Once joined: sends the ranks their heartbeats, 4 per period, and fails the communicator when
@@ -175,8 +191,8 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   std::string last_op_failure_;  // "operation N failed: why", for a later failure of the comm
   std::vector<uint8_t> left_;    // per rank
   // Failover: ranks that said kLanded / kDone, per operation (the oldest dropped past a bound).
-  std::map<uint64_t, std::vector<uint8_t>> landed_;
-  std::map<uint64_t, std::vector<uint8_t>> done_;
+  std::map<uint64_t, RankMarks> landed_;
+  std::map<uint64_t, RankMarks> done_;
   static constexpr size_t kOpsRemembered = 4096;
   // kReleased waiting for a result to carry them, per rank; at most kReleasedLaterMax each
   // (every one holds a copy of results at its rank).

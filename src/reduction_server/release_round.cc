@@ -3,8 +3,10 @@
 // every rank its buffers may go back. A rank that completed without waiting gets its kReleased
 // on a later result, or alone at the next tick.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <deque>
+#include <string>
 
 #include "reduction_server/reduce_comm.h"
 
@@ -17,9 +19,11 @@ constexpr uint8_t kReturned = 2;  // completed already: its kReleased may wait f
 
 // Marks @p rank in @p by_op[seq] with @p how; the marks once every rank is marked, else
 // nothing. Old operations are forgotten.
-std::vector<uint8_t> mark(std::map<uint64_t, std::vector<uint8_t>>& by_op, uint64_t seq,
+std::vector<uint8_t> mark(std::map<uint64_t, ReduceComm::RankMarks>& by_op, uint64_t seq,
                           uint32_t rank, uint32_t nranks, size_t remembered, uint8_t how) {
-  std::vector<uint8_t>& ranks = by_op[seq];
+  ReduceComm::RankMarks& marks = by_op[seq];
+  if (marks.ranks.empty()) marks.since = Clock::now();
+  std::vector<uint8_t>& ranks = marks.ranks;
   ranks.resize(nranks, 0);
   ranks[rank] = how;
   while (by_op.size() > remembered) by_op.erase(by_op.begin());
@@ -30,7 +34,7 @@ std::vector<uint8_t> mark(std::map<uint64_t, std::vector<uint8_t>>& by_op, uint6
 
 bool ReduceComm::isDone(uint64_t seq, uint32_t rank) const {
   auto it = done_.find(seq);
-  return it != done_.end() && rank < it->second.size() && it->second[rank] != 0;
+  return it != done_.end() && rank < it->second.ranks.size() && it->second.ranks[rank] != 0;
 }
 
 void ReduceComm::landed(uint32_t rank, uint64_t seq, bool returned) {
@@ -62,6 +66,27 @@ void ReduceComm::done(uint32_t rank, uint64_t seq) {
   mark(done_, seq, rank, shape_.nranks, kOpsRemembered, kWaits);
   for (auto& slot : slotsOf(seq)) finishIfComplete(slot);
   landed(rank, seq, false);  // a rank that completed had every answer
+}
+
+void ReduceComm::checkReleaseRounds(Clock::time_point now) {
+  if (failed()) return;
+  const auto timeout = std::chrono::milliseconds(timeout_ms_);
+  for (auto it = landed_.begin(); it != landed_.end(); ++it) {
+    if (now - it->second.since < timeout) continue;
+    // The ranks that said nothing hold results the others wait on: frozen after their last
+    // chunk left, or gone. Named here, the others learn it before their own timeout.
+    std::vector<uint32_t> missing;
+    for (uint32_t r = 0; r < it->second.ranks.size(); ++r) {
+      if (it->second.ranks[r] == 0) missing.push_back(r);
+    }
+    const uint64_t seq = it->first;
+    landed_.erase(it);
+    failOp(seq, rdTimeout,
+           namedRanks(missing) + " did not confirm the results of operation " +
+               std::to_string(seq) + " within " + std::to_string(timeout_ms_) +
+               " ms (the other ranks hold them all)");
+    return;  // one a tick, as checkTimeouts
+  }
 }
 
 void ReduceComm::carryReleased(uint32_t rank, wire::Header* h) {

@@ -453,6 +453,7 @@ void ReductionServer::onTick() {
                                 std::to_string(comm->timeoutMs()) + " ms");
     }
     comm->checkTimeouts(now);
+    comm->checkReleaseRounds(now);
     comm->heartbeat(now);
     comm->sendReleasedLater();
     ++it;

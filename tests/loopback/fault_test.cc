@@ -161,6 +161,22 @@ TEST(DroppedFrame, LostResultFailsThatRankNamingTheReducer) {
                               "rank 2"));
 }
 
+// A rank that stops after its last contribution left (frozen, or its word lost) holds up the
+// release round, not any chunk: the release reducer names it, and every rank hears that name
+// before its own timeout (which could only say the release never came). Large enough that no
+// rank hands its buffers back before the release.
+TEST(DroppedFrame, MissingReleaseConfirmationFailsEveryRankNamingTheRank) {
+  World world(faultWorld(3, 2));
+  ASSERT_EQ(world.join(), rdSuccess) << lastError();
+  Fabric::setFilter([](const MessageView& m) {
+    const bool from_rank_2 = isType(m, wire::MsgType::kLanded) && headerOf(m).rank == 2;
+    return from_rank_2 ? Fate{Fate::kDrop} : Fate{};
+  });
+  auto outcomes = world.run(Collective::kAllReduce, 100000, rdFloat32, rdSum, kFaultBound);
+  EXPECT_TRUE(allFailedNaming(outcomes, "rank 2 did not confirm the results of operation"));
+  for (const Outcome& o : outcomes) EXPECT_EQ(o.status, rdTimeout) << o.error;
+}
+
 TEST(DuplicatedFrame, RepeatedContributionIsRefusedAndFailsTheCommunicator) {
   World world(faultWorld(3, 1));
   ASSERT_EQ(world.join(), rdSuccess) << lastError();

@@ -65,8 +65,38 @@ TEST(Pipeline, ExplicitSettingsWin) {
   EXPECT_EQ(big.window, 7u);
   EXPECT_EQ(maxChunkBytes(c), 1u << 20);
   EXPECT_EQ(ringPieceBytes(c), 1u << 20);
-  // A small buffer is still cut to reach every reducer.
-  EXPECT_EQ(reductionServerPipeline(c, 256 << 10, 4).chunk_bytes, kMinCutChunkBytes);
+  // Mid-sized buffers use the size asked for, not the depth rule's cut (16 MiB over 4 reducers
+  // would be 32 KiB chunks).
+  EXPECT_EQ(reductionServerPipeline(c, 16 << 20, 4).chunk_bytes, 1u << 20);
+  // A small buffer is still spread over every reducer: 256 KiB over 4, 64 KiB each.
+  EXPECT_EQ(reductionServerPipeline(c, 256 << 10, 4).chunk_bytes, 64u << 10);
+  EXPECT_EQ(reductionServerPipeline(c, 4 << 10, 4).chunk_bytes, kMinPartBytes);
+}
+
+TEST(Pipeline, OneHostUsesLargeChunksWhateverTheDepth) {
+  CommConfig c = config(4, 2);
+  c.reducers_on_loopback = true;
+  EXPECT_EQ(maxChunkBytes(c), kLoopbackChunkBytes);
+  // 1 MiB over 2 reducers: 4 chunks of 128 KiB each, where the depth rule cuts 16 KiB ones.
+  EXPECT_EQ(reductionServerPipeline(c, 1 << 20, 4).chunk_bytes, kLoopbackChunkBytes);
+  EXPECT_EQ(reductionServerPipeline(config(4, 2), 1 << 20, 4).chunk_bytes, kMinCutChunkBytes);
+  EXPECT_EQ(reductionServerPipeline(c, 1ull << 30, 4).chunk_bytes, kLoopbackChunkBytes);
+  // Smaller buffers: one chunk per reducer; the smallest whole to one reducer.
+  EXPECT_EQ(reductionServerPipeline(c, 64 << 10, 4).chunk_bytes, 32u << 10);
+  EXPECT_EQ(reductionServerPipeline(c, 4 << 10, 4).chunk_bytes, kMinPartBytes);
+  // An explicit size still wins.
+  c.chunk_bytes = 32 << 10;
+  EXPECT_EQ(reductionServerPipeline(c, 1 << 20, 4).chunk_bytes, 32u << 10);
+}
+
+TEST(Pipeline, OneHostIsReadFromTheReducerListAsWritten) {
+  EXPECT_TRUE(allOnLoopback({"127.0.0.1:1", "127.8.9.10:2", "localhost:3", "[::1]:4"}));
+  EXPECT_FALSE(allOnLoopback({}));
+  EXPECT_FALSE(allOnLoopback({"127.0.0.1:1", "198.18.0.2:2"}));
+  EXPECT_FALSE(allOnLoopback({"128.0.0.1:1"}));
+  // A name is not resolved: on one host it may map to 127.0.1.1, on the others to its address.
+  EXPECT_FALSE(allOnLoopback({"reducer-0:1"}));
+  EXPECT_FALSE(allOnLoopback({"127.0.0.1"}));  // no port: not an address
 }
 
 TEST(Pipeline, ChunksNeverExceedWhatTheRankAnnouncedAtJoin) {
@@ -76,6 +106,7 @@ TEST(Pipeline, ChunksNeverExceedWhatTheRankAnnouncedAtJoin) {
            {uint64_t{0}, uint64_t{4096}, uint64_t{1} << 20, limits::kMaxChunkBytes}) {
         CommConfig c = config(n, k);
         c.chunk_bytes = chunk;
+        c.reducers_on_loopback = (n + k) % 2 == 0;  // either kind of communicator
         const uint64_t cap = maxChunkBytes(c);
         EXPECT_GE(cap, limits::kMinChunkBytes);
         EXPECT_LE(cap, limits::kMaxChunkBytes);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -63,6 +64,8 @@ class ReducerOp final : public Operation {
   bool returnBeforeRelease();
   // Whether a result landing in the output could overwrite a contribution not yet sent again.
   bool overlapping() const;
+  // The names of the reducers that @p which picks, for an error.
+  std::string reducersWhere(const std::function<bool(uint32_t)>& which) const;
   // Whether an answer's echoed arguments are this rank's call.
   bool sameArguments(const wire::Header& h) const;
   // Byte offset of a chunk in the send / receive buffer (RS and AG buffers hold one rank's part).
@@ -136,6 +139,14 @@ class ReducerOp final : public Operation {
   rdResult_t held_status_ = rdSuccess;
   std::string held_reason_;
 };
+
+std::string ReducerOp::reducersWhere(const std::function<bool(uint32_t)>& which) const {
+  std::string names;
+  for (uint32_t m = 0; m < nreducers_; ++m) {
+    if (which(m)) names += (names.empty() ? "" : ", ") + comm_->reducerName(m);
+  }
+  return names;
+}
 
 size_t ReducerOp::sendOffset(const wire::ChunkSpan& s) const {
   uint64_t first = coll_ == wire::Coll::kAllGather ? s.offset - s.owner * g_.count : s.offset;
@@ -527,6 +538,12 @@ void ReducerOp::fail(rdResult_t status, const std::string& reason) {
     return;
   }
   completed_ = true;
+  // A failure held while the results landed came first: what follows (a reducer dropping this
+  // communicator because a rank that heard of it exited) is its consequence, not its cause.
+  if (held_status_ != rdSuccess && status != rdAborted) {
+    request_->complete(held_status_, held_reason_);
+    return;
+  }
   request_->complete(status, reason);
 }
 
@@ -535,13 +552,13 @@ void ReducerOp::onTick(Clock::time_point now) {
   const auto landing_stall = std::chrono::milliseconds(std::min<uint32_t>(timeout, 5000));
   if (!completed_ && !returned_ && held_status_ != rdSuccess &&
       now - last_progress_ >= landing_stall) {
-    std::string names;
-    for (uint32_t m = 0; m < nreducers_; ++m) {
-      if (receiving_from_[m] != 0) names += (names.empty() ? "" : ", ") + comm_->reducerName(m);
-    }
+    const std::string names = reducersWhere([&](uint32_t m) { return receiving_from_[m] != 0; });
     completed_ = true;
-    request_->complete(held_status_, held_reason_ + "; results from " + names +
-                                         " stopped landing in operation " + std::to_string(seq_));
+    if (!names.empty()) {
+      held_reason_ +=
+          "; results from " + names + " stopped landing in operation " + std::to_string(seq_);
+    }
+    request_->complete(held_status_, held_reason_);
     return;
   }
   // Reducers diagnose a missing rank after `timeout`; wait half as long again for their word,
@@ -557,12 +574,19 @@ void ReducerOp::onTick(Clock::time_point now) {
       silent[target_[k]] = 1;
     }
   }
-  std::string names;
-  for (uint32_t m = 0; m < nreducers_; ++m) {
-    if (silent[m] != 0) names += (names.empty() ? "" : ", ") + comm_->reducerName(m);
+  std::string names = reducersWhere([&](uint32_t m) { return silent[m] != 0; });
+  std::string why;
+  if (names.empty() && had_all_) {  // every result is here: the release round never ended
+    names = comm_->reducerName(landed_to_);
+    why =
+        " (every result is here; the release never came: that reducer, or a rank it waits "
+        "for, is stuck)";
+  } else if (names.empty()) {  // every answer is here: results stopped landing
+    names = reducersWhere([&](uint32_t m) { return receiving_from_[m] != 0; });
+    why = " (its results stopped landing)";
   }
   comm_->failAll(rdTimeout, "operation " + std::to_string(seq_) + ": no answer from " + names +
-                                " within " + std::to_string(silence.count()) + " ms");
+                                " within " + std::to_string(silence.count()) + " ms" + why);
 }
 
 }  // namespace
