@@ -44,14 +44,11 @@ Pipeline reductionServerPipeline(const CommConfig& config, uint64_t buffer_bytes
   Pipeline p;
   p.window = effectiveWindow(config);
   const uint64_t per_reducer = ceilDiv(buffer_bytes, reducers);
-  // An explicit size, or one host's, is used as it is; a buffer still spreads over every
-  // reducer.
-  const uint64_t whole_share = std::max(per_reducer, kMinPartBytes);
   uint64_t chunk = 0;
-  if (config.chunk_bytes != 0) {
-    chunk = std::min(config.chunk_bytes, whole_share);
-  } else if (config.reducers_on_loopback) {
-    chunk = std::min(kLoopbackChunkBytes, whole_share);
+  if (config.chunk_bytes != 0 || config.reducers_on_loopback) {
+    // An explicit size, or one host's, is used as it is; a buffer still spreads over every
+    // reducer.
+    chunk = std::min(maxChunkBytes(config), std::max(per_reducer, kMinPartBytes));
   } else {
     const uint64_t cut = std::max(
         {ceilDiv(per_reducer, kDepth), std::min(per_reducer, kMinCutChunkBytes), kMinPartBytes});
