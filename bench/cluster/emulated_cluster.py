@@ -113,6 +113,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--check", "-c", type=int, choices=(0, 1), default=1)
     parser.add_argument("--repeats", type=int, default=1,
                         help="run each system this many times, interleaved; tables use medians")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="auto-same: timed rounds of every algorithm per size, interleaved")
+    parser.add_argument("--same-algos", default="auto,rs,ring",
+                        help="auto-same: the algorithms, the first against the fastest other "
+                             "(rs,rs,ring: two rs communicators, the resolution of the method)")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds one system run may take before it is killed")
     parser.add_argument("--ucx-tls", default="tcp",
@@ -179,7 +184,8 @@ def choose_systems(requested: str | None, binaries: runners.Binaries, smoke: boo
     elif smoke:
         wanted = ["rs", "ring"] + (["gloo"] if "gloo" not in missing else [])
     else:
-        wanted = [s for s in runners.SYSTEMS if s not in missing and s not in runners.WIRE_SYSTEMS]
+        wanted = [s for s in runners.SYSTEMS
+                  if s not in missing and s not in runners.OPT_IN_SYSTEMS]
     skipped = {s: missing[s] for s in wanted if s in missing}
     return [s for s in wanted if s not in skipped], skipped
 
@@ -257,7 +263,8 @@ def run_one(topo, scenario: Scenario, system: str, repeat: int, args, binaries, 
                              work_dir=work / name, perf_flags=perf_flags(args),
                              comm_id=f"{topo.prefix}-{name}-{time.time_ns()}",
                              timeout_s=args.timeout, ucx_tls=args.ucx_tls,
-                             master_port=runners.MASTER_PORT_BASE + 10 * len(results["runs"]))
+                             master_port=runners.MASTER_PORT_BASE + 10 * len(results["runs"]),
+                             rounds=args.rounds, same_algos=args.same_algos)
     print(f"   {name}: running", flush=True)
     before = topo.link_counters()
     outcome = runners.run_system(ctx)

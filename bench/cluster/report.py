@@ -65,11 +65,18 @@ def rows_from_perf_json(doc: dict, base: dict) -> list[dict]:
     """Flattens one nccl-tests style JSON document ({"results": [...]}) into rows."""
     rows = []
     for result in doc.get("results", []):
+        # rd_perf --algo A,B,...: each result names its algorithm; the first's carries vs_best.
+        system = base["system"]
+        if "system" in result:
+            system += ":" + result["system"].removeprefix("libreduce ")
         for placement in ("out_of_place", "in_place"):
             figures = result.get(placement)
             if not figures:
                 continue
             rows.append({**base,
+                         "system": system,
+                         "vs_best": result.get("vs_best"),
+                         "round_us": figures.get("round_us"),
                          "coll": result.get("coll", "allreduce"),
                          "size": int(result["size"]),
                          "count": result.get("count"),
@@ -146,6 +153,7 @@ def scenario_markdown(scenario: dict, runs: list[dict], rows: list[dict]) -> str
     else:
         lines += _algbw_table(rows, systems, n, k, rate_bps, line_rate(scenario))
         lines += _auto_table(rows, systems)
+        lines += _same_process_table(rows)
         lines += _compression_table(rows, systems)
         lines += _busbw_table(rows, systems)
         lines += _cpu_table(rows, runs, systems, n)
@@ -214,6 +222,28 @@ def _auto_table(rows, systems) -> list[str]:
         auto = algbw[("auto", size)]
         lines.append(f"| {_size_label(size)} | {_fmt_bw(auto)} | {best[1]} {_fmt_bw(best[0])} | "
                      f"{_fmt(auto / best[0], 2)} |")
+    return lines + [""]
+
+
+def _same_process_table(rows) -> list[str]:
+    """auto-same: the first algorithm against the fastest other, measured in the same processes."""
+    first = [r for r in rows
+             if r.get("vs_best") is not None and r["placement"] == HEADLINE_PLACEMENT]
+    if not first:
+        return []
+    name = first[0]["system"]
+    lines = [f"{name} against the fastest other in the same processes (rd_perf --algo with "
+             "several: each in its own communicator, interleaved rounds; ratio = the fastest "
+             "other's time / its time, of the rounds' medians; 1.00 = as fast):", "",
+             "| size | ratio, median over repeats | lowest repeat | highest repeat |",
+             "|---|---|---|---|"]
+    ratios = defaultdict(list)
+    for row in first:
+        ratios[row["size"]].append(float(row["vs_best"]))
+    for size in sorted(ratios):
+        values = ratios[size]
+        lines.append(f"| {_size_label(size)} | {_fmt(statistics.median(values), 3)} | "
+                     f"{_fmt(min(values), 3)} | {_fmt(max(values), 3)} |")
     return lines + [""]
 
 

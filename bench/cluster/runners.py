@@ -22,9 +22,14 @@ from pathlib import Path
 
 import netns
 
-SYSTEMS = ("rs", "auto", "ring", "gloo", "mpi", "rs-bf16", "rs-fp16")
+SYSTEMS = ("rs", "auto", "ring", "gloo", "mpi", "rs-bf16", "rs-fp16", "auto-same")
 # rs with wire compression: float32 travels to the reducers as this type (LIBREDUCE_WIRE_DTYPE).
 WIRE_SYSTEMS = {"rs-bf16": "bf16", "rs-fp16": "fp16"}
+# Algorithms in the same processes, interleaved (rd_perf --algo auto,rs,ring by default, or
+# RunContext.same_algos): its rows are named "auto-same:<algo>".
+SAME_PROCESS_SYSTEM = "auto-same"
+# Systems run only when --systems names them.
+OPT_IN_SYSTEMS = set(WIRE_SYSTEMS) | {SAME_PROCESS_SYSTEM}
 POLL_S = 0.2                 # sleep between checks of running processes (never busy-wait)
 READY_TIMEOUT_S = 20.0       # a reducer must report its address within this
 FAILURE_GRACE_S = 15.0       # after one rank fails, the others get this long to notice
@@ -68,7 +73,7 @@ class Binaries:
     def missing_by_system(self) -> dict[str, str]:
         """{system: what is missing} for the systems that cannot run."""
         needs = {"rs": ["reduce_server", "rd_perf"], "auto": ["reduce_server", "rd_perf"],
-                 **{s: ["reduce_server", "rd_perf"] for s in WIRE_SYSTEMS},
+                 **{s: ["reduce_server", "rd_perf"] for s in OPT_IN_SYSTEMS},
                  "ring": ["rd_perf"], "gloo": ["gloo_perf"],
                  "mpi": ["mpi_perf", "mpirun"]}
         missing = {}
@@ -94,6 +99,8 @@ class RunContext:
     timeout_s: float
     ucx_tls: str
     master_port: int = MASTER_PORT_BASE
+    rounds: int = 5             # auto-same: timed rounds per size
+    same_algos: str = "auto,rs,ring"  # auto-same: the algorithms, the first against the rest
 
     @property
     def json_path(self) -> Path:
@@ -227,7 +234,8 @@ def run_system(ctx: RunContext) -> Outcome:
     started = time.monotonic()
     try:
         runner = {"rs": _run_rs, "auto": _run_auto, "ring": _run_ring, "gloo": _run_gloo,
-                  "mpi": _run_mpi, **{s: _run_compressed for s in WIRE_SYSTEMS}}[ctx.system]
+                  "mpi": _run_mpi, **{s: _run_compressed for s in WIRE_SYSTEMS},
+                  SAME_PROCESS_SYSTEM: _run_same_processes}[ctx.system]
         outcome = runner(ctx, procs)
     finally:
         procs.stop()
@@ -322,6 +330,11 @@ def _run_auto(ctx: RunContext, procs: ProcessSet) -> Outcome:
 def _run_compressed(ctx: RunContext, procs: ProcessSet) -> Outcome:
     """rs with float32 on the wire as bf16 / fp16, summed in float32 by the reducers."""
     return _run_rs(ctx, procs, extra=["--wire-dtype", WIRE_SYSTEMS[ctx.system]])
+
+
+def _run_same_processes(ctx: RunContext, procs: ProcessSet) -> Outcome:
+    """Several algorithms, each in its own communicator in the same ranks, measured interleaved."""
+    return _run_rs(ctx, procs, algo=ctx.same_algos, extra=["--rounds", str(ctx.rounds)])
 
 
 def reducer_cpu_seconds(procs: ProcessSet, names: list[str]) -> float | None:

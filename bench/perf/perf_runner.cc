@@ -140,13 +140,6 @@ class Sweep {
 
   int run() {
     header();
-    std::vector<size_t> sizes;
-    for (size_t s = o_.min_bytes; s <= o_.max_bytes;) {
-      sizes.push_back(s);
-      size_t next = o_.step_bytes != 0 ? s + o_.step_bytes
-                                       : static_cast<size_t>(static_cast<double>(s) * o_.factor);
-      s = std::max(next, s + 1);
-    }
     size_t max_esize = 1;
     for (auto d : o_.dtypes) max_esize = std::max(max_esize, rdDataTypeSize(d));
     bufs_.a.assign(o_.max_bytes + max_esize * be_.nranks(), 0);
@@ -160,7 +153,7 @@ class Sweep {
           }
           continue;
         }
-        for (size_t s : sizes) {
+        for (size_t s : sweepSizes(o_)) {
           if (!measure(s, d, op)) return 2;
         }
       }
@@ -198,7 +191,7 @@ class Sweep {
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
           o_.iters;
       const double cpu_us = (processCpuSeconds() - cpu0) * 1e6 / o_.iters;
-      p.time_us = aggregate(us);
+      p.time_us = aggregateOverRanks(be_, us, o_.average);
       p.cpu_us = be_.combine(cpu_us, 0) / be_.nranks();
       p.algbw = p.time_us > 0 ? static_cast<double>(row.bytes) / p.time_us / 1e3 : 0;
       p.busbw = p.algbw * busFactor(o_.coll, n);
@@ -225,15 +218,6 @@ class Sweep {
     std::fprintf(stderr, "# rank %d: %s failed: %s\n", be_.rank(), collName(o_.coll),
                  error.c_str());
     return false;
-  }
-
-  double aggregate(double us) {
-    switch (o_.average) {
-      case 0: return be_.combine(be_.rank() == 0 ? us : 0, 0);
-      case 2: return be_.combine(us, 1);
-      case 3: return be_.combine(us, 2);
-      default: return be_.combine(us, 0) / be_.nranks();
-    }
   }
 
   void header() {
@@ -339,6 +323,26 @@ bool envInt(const char* name, int* out) {
 }
 
 }  // namespace
+
+std::vector<size_t> sweepSizes(const Options& o) {
+  std::vector<size_t> sizes;
+  for (size_t s = o.min_bytes; s <= o.max_bytes;) {
+    sizes.push_back(s);
+    size_t next = o.step_bytes != 0 ? s + o.step_bytes
+                                    : static_cast<size_t>(static_cast<double>(s) * o.factor);
+    s = std::max(next, s + 1);
+  }
+  return sizes;
+}
+
+double aggregateOverRanks(Backend& backend, double value, int average) {
+  switch (average) {
+    case 0: return backend.combine(backend.rank() == 0 ? value : 0, 0);
+    case 2: return backend.combine(value, 1);
+    case 3: return backend.combine(value, 2);
+    default: return backend.combine(value, 0) / backend.nranks();
+  }
+}
 
 int runPerf(Backend& backend, const Options& options) {
   if (options.coll == Coll::kBroadcast && options.root >= backend.nranks()) {

@@ -80,6 +80,12 @@ class Backend {
   virtual rdDataType_t precision(rdDataType_t dtype) const { return dtype; }
 };
 
+/** The sizes a sweep visits: -b to -e by -f (or -i). */
+std::vector<size_t> sweepSizes(const Options& options);
+
+/** @p value of this rank combined over the ranks as -a says (0 rank 0's, 1 mean, 2 min, 3 max). */
+double aggregateOverRanks(Backend& backend, double value, int average);
+
 /**
  * Runs the sweep and prints the nccl-tests table on rank 0; returns the process exit code (2,
  * said on rank 0, for a broadcast root that is not a rank).

@@ -1,11 +1,16 @@
 // rd_perf: libreduce's collectives measured like nccl-tests' all_reduce_perf (same flags, same
 // table), through the reducers (--algo rs) or the ring between the workers (--algo ring).
 // One process per rank; ranks and the rendezvous come from the launcher's environment.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "libreduce/comm.h"
+#include "perf/algo_compare.h"
 #include "perf/perf_runner.h"
 
 namespace {
@@ -74,6 +79,10 @@ const char* const kExtraHelp =
     "  --algo auto|rs|ring     auto (default): with reducers, each size tries both and keeps\n"
     "                          the faster; rs: through the reducers; ring: between the\n"
     "                          workers (LIBREDUCE_ALGO)\n"
+    "  --algo A,B,...          each in a communicator of its own in these processes, measured\n"
+    "                          interleaved, the first against the fastest of the others\n"
+    "                          (all-reduce; needs reducers)\n"
+    "  --rounds N              with several --algo: timed rounds per size (default 5)\n"
     "  --reducers H:P,...      the reducers (LIBREDUCE_REDUCERS); none = ring\n"
     "  --chunk BYTES, --window N   chunk size and chunks in flight per reducer\n"
     "  --wire-dtype none|bf16|fp16 float32 through the reducers travels as that type, summed\n"
@@ -81,13 +90,93 @@ const char* const kExtraHelp =
     "The communicator id comes from LIBREDUCE_COMM_ID or MASTER_ADDR:MASTER_PORT; without\n"
     "reducers rank 0 serves the ring's rendezvous on MASTER_PORT + 1.\n";
 
+std::vector<std::string> splitList(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) items.push_back(item);
+  return items;
+}
+
+// The float32 wire type LIBREDUCE_WIRE_DTYPE asks for, which applies to the reducers only.
+bool wireDtype(const std::string& algo, rdDataType_t* wire) {
+  const char* name = std::getenv("LIBREDUCE_WIRE_DTYPE");
+  *wire = rdFloat32;
+  if (algo == "ring" || name == nullptr || *name == '\0') return true;
+  if (rdWireDtypeFromName(name, wire) == rdSuccess) return true;
+  std::fprintf(stderr, "rd_perf: %s\n", rdGetLastError());
+  return false;
+}
+
+// A new communicator running @p algo, made NCCL style: rank 0's unique id goes to every rank
+// through @p via. Null (said on stderr) on failure.
+std::unique_ptr<LibreduceBackend> joinNew(rdComm_t via, int rank, int nranks,
+                                          const std::string& algo, const std::string& label) {
+  rdCommConfig_t config = RD_COMM_CONFIG_INITIALIZER;
+  rdDataType_t wire = rdFloat32;
+  if (rdAlgorithmFromName(algo.c_str(), &config.algorithm) != rdSuccess ||
+      !wireDtype(algo, &wire)) {
+    std::fprintf(stderr, "rd_perf: --algo %s: %s\n", algo.c_str(), rdGetLastError());
+    return nullptr;
+  }
+  rdUniqueId id{};
+  rdComm_t comm = nullptr;
+  if ((rank == 0 && rdGetUniqueId(&id) != rdSuccess) ||
+      rdBroadcast(&id, &id, sizeof id, rdUint8, 0, via) != rdSuccess ||
+      rdCommInitRankConfig(&comm, nranks, id, rank, &config) != rdSuccess) {
+    std::fprintf(stderr, "rd_perf: cannot create the %s communicator: %s\n", algo.c_str(),
+                 rdGetLastError());
+    return nullptr;
+  }
+  return std::make_unique<LibreduceBackend>(comm, label, wire);
+}
+
+// --algo A,B,...: a communicator per algorithm, and one more (rs: it never measures, so lining
+// up costs the same throughout) that lines the ranks up between timed runs.
+int compareAlgorithms(const std::vector<std::string>& algos, const rd::perf::Options& o,
+                      int rounds) {
+  const char* reducers = std::getenv("LIBREDUCE_REDUCERS");
+  if (reducers == nullptr || *reducers == '\0') {
+    std::fprintf(stderr, "rd_perf: --algo with several algorithms needs reducers\n");
+    return 2;
+  }
+  if (o.coll != Coll::kAllReduce) {
+    std::fprintf(stderr, "rd_perf: --algo with several algorithms compares all-reduce only\n");
+    return 2;
+  }
+  // rdAlgoDefault in a config means "as LIBREDUCE_ALGO says": auto, here, so that an "auto"
+  // communicator measures. The first one only hands out the others' ids.
+  setenv("LIBREDUCE_ALGO", "auto", 1);
+  rdComm_t first = nullptr;
+  if (rdCommInitFromEnv(&first) != rdSuccess) {
+    std::fprintf(stderr, "rd_perf: cannot create the communicator: %s\n", rdGetLastError());
+    return 2;
+  }
+  LibreduceBackend bootstrap(first, "auto", rdFloat32);
+  const int rank = bootstrap.rank(), nranks = bootstrap.nranks();
+  auto lineup = joinNew(first, rank, nranks, "rs", "rs");
+  if (!lineup) return 2;
+  std::vector<std::unique_ptr<LibreduceBackend>> owned;
+  std::vector<rd::perf::Backend*> systems;
+  for (const std::string& algo : algos) {
+    // The same algorithm twice (rs,rs: what two communicators differ by) gets a second name.
+    const auto same =
+        std::count(algos.begin(), algos.begin() + static_cast<long>(owned.size()), algo);
+    owned.push_back(joinNew(first, rank, nranks, algo,
+                            same == 0 ? algo : algo + " (" + std::to_string(same + 1) + ")"));
+    if (!owned.back()) return 2;
+    systems.push_back(owned.back().get());
+  }
+  return rd::perf::runCompare(*lineup, systems, o, rounds);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   rd::perf::Options o;
   if (int rc = rd::perf::parseCommandLine(
-          argc, argv, "rd_perf", {"--algo", "--reducers", "--chunk", "--window", "--wire-dtype"},
-          kExtraHelp, true, &o);
+          argc, argv, "rd_perf",
+          {"--algo", "--reducers", "--chunk", "--window", "--wire-dtype", "--rounds"}, kExtraHelp,
+          true, &o);
       rc >= 0) {
     return rc;
   }
@@ -107,6 +196,19 @@ int main(int argc, char** argv) {
     setenv("RANK", std::to_string(rank).c_str(), 1);
     setenv("WORLD_SIZE", std::to_string(nranks).c_str(), 1);
   }
+  std::string algo_flag;
+  int rounds = 5;
+  for (size_t i = 0; i + 1 < o.extra.size(); i += 2) {
+    if (o.extra[i] == "--algo") algo_flag = o.extra[i + 1];
+    if (o.extra[i] == "--rounds") rounds = std::atoi(o.extra[i + 1].c_str());
+  }
+  if (rounds < 1) {
+    std::fprintf(stderr, "rd_perf: --rounds must be 1 or more\n");
+    return 2;
+  }
+  if (auto algos = splitList(algo_flag); algos.size() > 1) {
+    return compareAlgorithms(algos, o, rounds);
+  }
   rdComm_t comm = nullptr;
   if (rdCommInitFromEnv(&comm) != rdSuccess) {
     std::fprintf(stderr, "rd_perf: cannot create the communicator: %s\n", rdGetLastError());
@@ -118,13 +220,8 @@ int main(int argc, char** argv) {
   std::string asked = algo != nullptr && *algo != '\0' ? algo : "auto";
   std::string effective = (reducers == nullptr || *reducers == '\0') ? "ring" : asked;
   // Compression happens only through the reducers (the ring sends float32 as it is).
-  const char* wire_name = std::getenv("LIBREDUCE_WIRE_DTYPE");
   rdDataType_t wire = rdFloat32;
-  if (effective != "ring" && wire_name != nullptr && *wire_name != '\0' &&
-      rdWireDtypeFromName(wire_name, &wire) != rdSuccess) {
-    std::fprintf(stderr, "rd_perf: %s\n", rdGetLastError());
-    return 2;
-  }
+  if (!wireDtype(effective, &wire)) return 2;
   LibreduceBackend backend(comm, effective, wire);
   return rd::perf::runPerf(backend, o);
 }

@@ -52,7 +52,11 @@ typedef struct rdRequest* rdRequest_t;
  * ring all-reduce.
  */
 typedef enum rdAlgorithm {
-  rdAlgoDefault = 0, /**< "auto": LIBREDUCE_ALGO, whose default is rs with reducers, else ring. */
+  /**
+   * "auto": as LIBREDUCE_ALGO says. Its default, auto, measures rs and ring per size class with
+   * reducers and keeps the faster; without reducers it is the ring.
+   */
+  rdAlgoDefault = 0,
   rdAlgoReductionServer = 1, /**< "rs": through the reducers. */
   rdAlgoRing = 2,            /**< "ring": ring all-reduce between the workers. */
   rdNumAlgorithms = 3

@@ -152,6 +152,27 @@ class ReportTest(unittest.TestCase):
         self.assertIn("| 4 KiB | 0.0190 | ring 0.0200 | 0.95 |", text)
         self.assertIn("| 1 MiB | 0.120 | rs 0.120 | 1.00 |", text)
 
+    def test_same_process_comparison(self):
+        # rd_perf --algo auto,rs,ring writes one result per algorithm; the first carries its
+        # time against the fastest other (here ring's 90 us against auto's 100 us: 0.90).
+        doc = {"program": "rd_perf", "mode": "compare", "results": []}
+        for name, us in (("auto", 100.0), ("rs", 120.0), ("ring", 90.0)):
+            result = {"system": f"libreduce {name}", "coll": "allreduce", "size": 8192,
+                      "count": 2048, "type": "float32", "redop": "sum",
+                      "out_of_place": {"time_us": us, "algbw": 8192 / us / 1e3, "wrong": 0,
+                                       "round_us": [us, us]}}
+            if name == "auto":
+                result.update(best_other="libreduce ring", vs_best=0.9)
+            doc["results"].append(result)
+        base = {"scenario": "n4-k4-1gbit", "repeat": 0, "n": 4, "k": 4, "rate": "1gbit",
+                "system": "auto-same"}
+        rows = report.rows_from_perf_json(doc, base)
+        self.assertEqual([r["system"] for r in rows],
+                         ["auto-same:auto", "auto-same:rs", "auto-same:ring"])
+        text = report.scenario_markdown(self.scenario, self.runs, rows)
+        self.assertIn("| 8 KiB | 0.900 | 0.900 | 0.900 |", text)
+        self.assertIn("auto-same:ring", text)
+
     def test_reducer_cpu_is_read_from_each_reducers_report(self):
         with tempfile.TemporaryDirectory() as tmp:
             procs = runners.ProcessSet(Path(tmp))
