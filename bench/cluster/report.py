@@ -303,6 +303,8 @@ def _cpu_table(rows, runs, systems, n) -> list[str]:
 
 def _busbw_table(rows, systems) -> list[str]:
     busbw = _median_by(rows, "busbw")
+    if not busbw:
+        return []
     sizes = sorted({size for (_, size) in busbw})
     lines = ["busbw (GB/s, out-of-place, nccl-tests convention 2(n-1)/n * algbw):", "",
              "| size | " + " | ".join(systems) + " |", "|" + "---|" * (len(systems) + 1)]

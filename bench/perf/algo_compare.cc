@@ -202,8 +202,9 @@ class Comparison {
           << ", \"size\": " << r.bytes << ", \"count\": " << r.count << ", \"type\": \""
           << rdDataTypeName(r.dtype) << "\", \"redop\": \"" << rdRedOpName(r.op)
           << "\", \"out_of_place\": {\"time_us\": " << fig.time_us
-          << ", \"algbw\": " << algbw(r.bytes, fig.time_us) << ", \"wrong\": " << fig.wrong
-          << ", \"round_us\": [";
+          << ", \"algbw\": " << algbw(r.bytes, fig.time_us) << ", \"busbw\": "
+          << algbw(r.bytes, fig.time_us) * busFactor(Coll::kAllReduce, lineup_.nranks())
+          << ", \"wrong\": " << fig.wrong << ", \"round_us\": [";
         for (size_t k = 0; k < fig.round_us.size(); ++k) f << (k ? ", " : "") << fig.round_us[k];
         f << "]}";
         if (s == 0 && systems_.size() > 1) {

@@ -47,17 +47,6 @@ struct Row {
   Placement placement[2];  // out-of-place, in-place
 };
 
-// nccl-tests' bus bandwidth factors: what a point-to-point algorithm must move per link.
-double busFactor(Coll c, int n) {
-  switch (c) {
-    case Coll::kAllReduce: return 2.0 * (n - 1) / n;
-    case Coll::kReduceScatter:
-    case Coll::kAllGather: return static_cast<double>(n - 1) / n;
-    case Coll::kBroadcast: return 1;
-  }
-  return 1;
-}
-
 // Where one call reads and writes, for a buffer of `count` elements in total.
 struct Buffers {
   std::vector<char> a, b;
@@ -323,6 +312,16 @@ bool envInt(const char* name, int* out) {
 }
 
 }  // namespace
+
+double busFactor(Coll c, int n) {
+  switch (c) {
+    case Coll::kAllReduce: return 2.0 * (n - 1) / n;
+    case Coll::kReduceScatter:
+    case Coll::kAllGather: return static_cast<double>(n - 1) / n;
+    case Coll::kBroadcast: return 1;
+  }
+  return 1;
+}
 
 std::vector<size_t> sweepSizes(const Options& o) {
   std::vector<size_t> sizes;

@@ -80,6 +80,10 @@ class Backend {
   virtual rdDataType_t precision(rdDataType_t dtype) const { return dtype; }
 };
 
+/** nccl-tests' bus bandwidth factor of @p c at @p n ranks: what a point-to-point algorithm moves
+ * per link, per byte of the buffer (busbw = algbw x this). */
+double busFactor(Coll c, int n);
+
 /** The sizes a sweep visits: -b to -e by -f (or -i). */
 std::vector<size_t> sweepSizes(const Options& options);
 
