@@ -25,7 +25,7 @@ double median(std::vector<double> v) {
 struct SystemFigures {
   std::vector<double> round_us;  // time per call of each round, over the ranks as -a says
   double time_us = 0;            // median of round_us
-  long wrong = 0;
+  long wrong = -1;               // -1: not checked (-c 0)
 };
 
 struct CompareRow {
@@ -173,7 +173,8 @@ class Comparison {
     std::printf("  %10zu %12zu %8s %6s", r.bytes, r.count, rdDataTypeName(r.dtype),
                 rdRedOpName(r.op));
     for (const SystemFigures& f : r.systems) {
-      std::printf(" %9.1f %8.4f %6ld", f.time_us, algbw(r.bytes, f.time_us), f.wrong);
+      const std::string wrong = f.wrong < 0 ? "N/A" : std::to_string(f.wrong);
+      std::printf(" %9.1f %8.4f %6s", f.time_us, algbw(r.bytes, f.time_us), wrong.c_str());
     }
     if (!r.ratios.empty()) {
       auto [low, high] = std::minmax_element(r.ratios.begin(), r.ratios.end());
