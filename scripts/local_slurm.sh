@@ -227,11 +227,20 @@ log_of() {
   [[ -s $log ]] && echo "$log" || echo "$state_dir/log/$1.out"
 }
 
-# Every daemon start launched must still run; on a dead one, fail with its log.
+# Every daemon start launched must still run; on a dead one, fail with its exit status and log.
+# The pids were recorded moments ago, so a process that exists and is not a zombie is the
+# daemon, or the fork about to become it: not pid_of, whose command-line check fails in the
+# instant between fork and exec (the fork still shows this script's command line).
 check_alive() {
-  local nodes=$1 name
+  local nodes=$1 name pid state rc
   for name in munged slurmctld $(seq -f 'slurmd.n%g' "$nodes"); do
-    pid_of "$name" >/dev/null || fail "$name exited" "$(log_of "$name")"
+    pid=$(cat "$state_dir/pids/$name" 2>/dev/null || true)
+    state=$(sed 's/.*) //' /proc/"$pid"/stat 2>/dev/null | cut -d' ' -f1 || true)
+    [[ -n $state && $state != Z ]] && continue
+    rc=127
+    wait "$pid" 2>/dev/null && rc=0 || rc=$?
+    # 127: not a child of this script (munged daemonizes), so no status to tell.
+    fail "$name exited$( ((rc == 127)) || echo " with status $rc")" "$(log_of "$name")"
   done
 }
 
