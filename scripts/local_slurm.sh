@@ -237,7 +237,6 @@ check_alive() {
     pid=$(cat "$state_dir/pids/$name" 2>/dev/null || true)
     state=$(sed 's/.*) //' /proc/"$pid"/stat 2>/dev/null | cut -d' ' -f1 || true)
     [[ -n $state && $state != Z ]] && continue
-    rc=127
     wait "$pid" 2>/dev/null && rc=0 || rc=$?
     # 127: not a child of this script (munged daemonizes), so no status to tell.
     fail "$name exited$( ((rc == 127)) || echo " with status $rc")" "$(log_of "$name")"
