@@ -117,6 +117,15 @@ RD_API rdResult_t rdGetUniqueId(rdUniqueId* id);
 RD_API rdResult_t rdGetUniqueIdFor(const char* reducers, const char* secret, rdUniqueId* id);
 
 /**
+ * Like ::rdGetUniqueId, for ranks that reach this host the way they reach @p peer_host (a host
+ * name or address, e.g. the host of a store the ranks share): without reducers, the rendezvous
+ * listens on this host's address on the route toward @p peer_host, unless
+ * LIBREDUCE_LISTEN_HOST names one. NULL or "" = ::rdGetUniqueId's choice (MASTER_ADDR, the
+ * host name's address, the default route's interface).
+ */
+RD_API rdResult_t rdGetUniqueIdToward(const char* peer_host, rdUniqueId* id);
+
+/**
  * Removes the job secret from @p id, so that it can be passed through a channel others may read
  * (a torch TCPStore, a file). Every rank that joins with such an id uses its own secret from
  * LIBREDUCE_SECRET(_FILE), as `reducectl` gives each rank, and fails with ::rdInvalidArgument

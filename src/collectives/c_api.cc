@@ -137,11 +137,16 @@ rdResult_t postPointToPoint(bool is_send, const void* buf, size_t count, rdDataT
 extern "C" {
 
 rdResult_t rdGetUniqueId(rdUniqueId* id) {
+  return rdGetUniqueIdToward(nullptr, id);
+}
+
+rdResult_t rdGetUniqueIdToward(const char* peer_host, rdUniqueId* id) {
   rd::clearLastError();
   std::string secret;
   RD_CHECK(rd::auth::secretFromSettings(&secret));
   std::string reducers = rd::settings::rawValue(rd::settings::Id::kReducers);
-  return rd::coll::makeUniqueId(reducers, secret, &rd::server::startRendezvous, id);
+  return rd::coll::makeUniqueId(reducers, secret, &rd::server::startRendezvous, id,
+                                peer_host != nullptr ? peer_host : "");
 }
 
 rdResult_t rdGetUniqueIdFor(const char* reducers, const char* secret, rdUniqueId* id) {

@@ -1,8 +1,6 @@
-// Communicator settings from the LIBREDUCE_* table, and the address a worker listens on.
+// Communicator settings from the LIBREDUCE_* table.
 #include <arpa/inet.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <netinet/in.h>
 
 #include <sstream>
 
@@ -65,36 +63,6 @@ bool allOnLoopback(const std::vector<std::string>& reducers) {
   return true;
 }
 
-std::string localAddressToward(const std::string& address) {
-  std::string host;
-  uint16_t port = 0;
-  if (transport::splitAddress(address, &host, &port) != rdSuccess) return "127.0.0.1";
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) {
-    return "127.0.0.1";
-  }
-  auto* target = reinterpret_cast<sockaddr_in*>(found->ai_addr);
-  target->sin_port = htons(port == 0 ? 9 : port);
-  std::string local = "127.0.0.1";
-  // A UDP "connect" sends nothing; it only asks the kernel which source address it would use.
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
-    sockaddr_in me{};
-    socklen_t len = sizeof me;
-    char text[INET_ADDRSTRLEN] = {};
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len) == 0 &&
-        inet_ntop(AF_INET, &me.sin_addr, text, sizeof text) != nullptr) {
-      local = text;
-    }
-  }
-  if (fd >= 0) ::close(fd);
-  freeaddrinfo(found);
-  return local;
-}
-
 rdResult_t configFromSettings(CommConfig* config) {
   using settings::Id;
   RD_CHECK(parseReducerList(settings::rawValue(Id::kReducers), &config->reducers));
@@ -115,6 +83,8 @@ rdResult_t configFromSettings(CommConfig* config) {
   config->window = static_cast<uint32_t>(value);
   RD_CHECK(settings::readInt(Id::kTimeoutMs, &value));
   config->timeout_ms = static_cast<uint32_t>(value);
+  RD_CHECK(settings::readInt(Id::kConnectTimeoutMs, &value));
+  config->connect_timeout_ms = static_cast<uint32_t>(value);
   RD_CHECK(settings::readInt(Id::kHeartbeatMs, &value));
   config->heartbeat_ms = static_cast<uint32_t>(value);
   RD_CHECK(settings::readInt(Id::kFailover, &value));

@@ -22,10 +22,8 @@ void Communicator::onFailure(transport::ConnId conn, rdResult_t status, const st
   if (link >= 0 && links_[link].epoch == 0 && !aborted_ && Clock::now() < join_deadline_ &&
       !links_[link].welcomed) {
     // Not up yet (workers may start before their reducers or rank 0): try again until the
-    // join deadline, then report this address and the last error.
-    links_[link].conn = 0;
-    links_[link].last_error = reason;
-    links_[link].retry_at = Clock::now() + kConnectRetry;
+    // connect deadline, then report this address and the last error.
+    connectFailed(static_cast<uint32_t>(link), reason);
     return;
   }
   if (link >= 0 && config_.reducers.empty() && links_[link].epoch != 0) {

@@ -1,12 +1,48 @@
 // The worker's half of the join handshake with each reducer:
 //   hello -> challenge -> auth (our proof) -> welcome (the reducer's proof) -> joined (epoch and
 //   every rank's address) or reject (reason).
+#include <algorithm>
 #include <cstring>
 
 #include "collectives/communicator.h"
 #include "common/log.h"
 
 namespace rd::coll {
+
+void Communicator::connectFailed(uint32_t index, const std::string& reason) {
+  ReducerLink& link = links_[index];
+  const Clock::time_point now = Clock::now();
+  link.conn = 0;
+  link.last_error = reason;
+  link.retry_at = now + kConnectRetry;
+  if (link.unreachable_since == Clock::time_point{}) {
+    link.unreachable_since = now;
+    link.warn_at = now + kUnreachableWarnAfter;
+  }
+  const auto limit =
+      std::chrono::milliseconds(std::min(config_.connect_timeout_ms, config_.timeout_ms));
+  const auto for_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - link.unreachable_since);
+  // A loopback address reaches only the host that made the id: the usual cause when ranks on
+  // other hosts cannot connect.
+  const std::string hint =
+      allOnLoopback({link.address})
+          ? " (a loopback address: only ranks on the host that published it can reach it; "
+            "set LIBREDUCE_LISTEN_HOST there to an address the other hosts reach)"
+          : "";
+  if (for_ms >= limit) {
+    failAll(rdConnectionError, "cannot connect to " + reducerName(index) + " within " +
+                                   std::to_string(limit.count()) + " ms: " + reason + hint +
+                                   " (LIBREDUCE_CONNECT_TIMEOUT_MS)");
+    return;
+  }
+  if (now >= link.warn_at) {
+    link.warn_at = now + kUnreachableWarnEvery;
+    RD_LOG_WARN("rank %u: cannot connect to %s for %lld ms (%s)%s; retrying for up to %lld ms",
+                config_.rank, reducerName(index).c_str(), static_cast<long long>(for_ms.count()),
+                reason.c_str(), hint.c_str(), static_cast<long long>(limit.count()));
+  }
+}
 
 bool Communicator::reducerProved(uint32_t index, const transport::Payload& welcome) {
   const auto* bytes = static_cast<const char*>(welcome.data());
@@ -48,6 +84,7 @@ void Communicator::onJoinMessage(uint32_t index, const wire::Header& h, transpor
         return;
       }
       link.welcomed = true;
+      link.unreachable_since = {};
       return;
     }
     case wire::MsgType::kJoined: {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "collectives/algorithms/registry.h"
+#include "collectives/host_address.h"
 #include "collectives/pipeline.h"
 #include "common/algorithm.h"
 #include "common/check.h"
@@ -109,9 +110,7 @@ void Communicator::retryConnections(Clock::time_point now) {
     ReducerLink& link = links_[i];
     if (link.conn != 0 || now < link.retry_at) continue;
     if (transport_->connect(link.address, &link.conn, laneOf(link)) != rdSuccess) {
-      link.conn = 0;
-      link.last_error = lastError();
-      link.retry_at = now + kConnectRetry;
+      connectFailed(i, lastError());
       continue;
     }
     sendHello(i);

@@ -36,8 +36,9 @@ struct CommConfig {
   uint32_t window = 0;               // 0 = auto
   uint64_t ingress_bytes = 1 << 20;  // LIBREDUCE_INGRESS_BYTES
   uint32_t timeout_ms = 60000;
-  uint32_t heartbeat_ms = 5000;  // LIBREDUCE_HEARTBEAT_MS; 0 = none
-  bool failover = true;          // LIBREDUCE_FAILOVER (docs/failover.md)
+  uint32_t connect_timeout_ms = 60000;  // LIBREDUCE_CONNECT_TIMEOUT_MS (join only)
+  uint32_t heartbeat_ms = 5000;         // LIBREDUCE_HEARTBEAT_MS; 0 = none
+  bool failover = true;                 // LIBREDUCE_FAILOVER (docs/failover.md)
   // As asked for until the communicator is created, which resolves it once (never auto after).
   rdAlgorithm_t algorithm = rdAlgoDefault;
   bool deterministic = false;
@@ -61,9 +62,6 @@ rdResult_t parseReducerList(const std::string& text, std::vector<std::string>* o
  * resolution, so every rank given the same list gets the same answer.
  */
 bool allOnLoopback(const std::vector<std::string>& reducers);
-
-/** The local IPv4 address the kernel would use to reach @p address ("host:port"). */
-std::string localAddressToward(const std::string& address);
 
 /** Reads the LIBREDUCE_* settings into @p config (reducers, algorithm, chunking, timeout ...). */
 rdResult_t configFromSettings(CommConfig* config);
@@ -151,6 +149,10 @@ class Communicator {
     Clock::time_point retry_at{};    // reconnect then (join only)
     Clock::time_point last_heard{};  // the last message from it (heartbeats included)
     std::string last_error;
+    // Join only: since when every connection attempt failed (epoch = not failing), and when
+    // to warn about it next.
+    Clock::time_point unreachable_since{};
+    Clock::time_point warn_at{};
   };
   transport::Transport& transport() { return *transport_; }
   std::vector<ReducerLink>& reducers() { return links_; }
@@ -189,7 +191,15 @@ class Communicator {
   void sendHello(uint32_t index);
   static transport::Lane laneOf(const ReducerLink& link);
   void retryConnections(Clock::time_point now);
+  /**
+   * A join connection on link @p index failed before the reducer proved itself: retried after
+   * kConnectRetry, warned about after kUnreachableWarnAfter and every kUnreachableWarnEvery,
+   * and the join fails naming the address once it stayed unreachable for connect_timeout_ms.
+   */
+  void connectFailed(uint32_t index, const std::string& reason);
   static constexpr std::chrono::milliseconds kConnectRetry{200};
+  static constexpr std::chrono::milliseconds kUnreachableWarnAfter{2000};
+  static constexpr std::chrono::milliseconds kUnreachableWarnEvery{10000};
   void onMessage(transport::ConnId conn, const void* header, size_t len, transport::Payload p);
   void onJoinMessage(uint32_t link, const wire::Header& h, transport::Payload& p);
   // Whether the kWelcome on link @p index carries the reducer's proof of the job secret.

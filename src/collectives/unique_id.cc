@@ -1,11 +1,10 @@
 #include "collectives/unique_id.h"
 
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 
+#include "collectives/host_address.h"
 #include "common/algorithm.h"
 #include "common/auth.h"
 #include "common/check.h"
@@ -74,35 +73,26 @@ rdResult_t overrideSetting(settings::Id id, int64_t value, T* out) {
 
 }  // namespace
 
-std::string routableHost() {
-  std::string configured = settings::rawValue(settings::Id::kListenHost);
-  if (!configured.empty()) return configured;
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) == 0) {
-    std::string local = localAddressToward(std::string(name) + ":9");
-    if (local.rfind("127.", 0) != 0) return local;
-  }
-  return "127.0.0.1";
-}
-
 rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret,
-                        const RendezvousStarter& rendezvous, rdUniqueId* id) {
+                        const RendezvousStarter& rendezvous, rdUniqueId* id,
+                        const std::string& reached_from) {
   uint64_t comm_id = 0;
   RD_CHECK(auth::randomBytes(&comm_id, sizeof comm_id));
-  return makeUniqueIdWithCommId(reducers, secret, comm_id, rendezvous, id);
+  return makeUniqueIdWithCommId(reducers, secret, comm_id, rendezvous, id, "ucx", reached_from);
 }
 
 rdResult_t makeUniqueIdWithCommId(const std::string& reducers, const std::string& secret,
                                   uint64_t comm_id, const RendezvousStarter& start_rendezvous,
-                                  rdUniqueId* id, const std::string& transport) {
+                                  rdUniqueId* id, const std::string& transport,
+                                  const std::string& reached_from) {
   if (id == nullptr) return setError(rdInvalidArgument, "id is NULL");
   std::vector<std::string> list;
   RD_CHECK(parseReducerList(reducers, &list));
   std::string rendezvous;
   if (list.empty()) {
     if (!start_rendezvous) return setError(rdUnsupported, "no rendezvous service in this program");
-    RD_CHECK(
-        start_rendezvous(RendezvousRequest{transport, routableHost(), 0, secret}, &rendezvous));
+    RD_CHECK(start_rendezvous(RendezvousRequest{transport, routableHost(reached_from), 0, secret},
+                              &rendezvous));
   }
   std::string text = std::string(kIdTag) + ";" + std::to_string(comm_id | 1) + ";" + hex(secret) +
                      ";" + rendezvous + ";" + reducers;

@@ -13,10 +13,11 @@ namespace rd::coll {
 
 /**
  * Fills @p id with a fresh random comm id, the reducer list and the secret. Without reducers it
- * starts the rendezvous (@p rendezvous) in this process.
+ * starts the rendezvous (@p rendezvous) in this process, at routableHost(@p reached_from).
  */
 rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret,
-                        const RendezvousStarter& rendezvous, rdUniqueId* id);
+                        const RendezvousStarter& rendezvous, rdUniqueId* id,
+                        const std::string& reached_from = "");
 
 /**
  * makeUniqueId with a comm id the caller chose: ranks that agree on @p comm_id, the reducers and
@@ -25,10 +26,8 @@ rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret,
  */
 rdResult_t makeUniqueIdWithCommId(const std::string& reducers, const std::string& secret,
                                   uint64_t comm_id, const RendezvousStarter& rendezvous,
-                                  rdUniqueId* id, const std::string& transport = "ucx");
-
-/** LIBREDUCE_LISTEN_HOST, else this host's address toward the network, else 127.0.0.1. */
-std::string routableHost();
+                                  rdUniqueId* id, const std::string& transport = "ucx",
+                                  const std::string& reached_from = "");
 
 /** Reads an id made by makeUniqueId into @p config (reducers, rendezvous, comm id, secret). */
 rdResult_t readUniqueId(const rdUniqueId& id, CommConfig* config);

@@ -178,6 +178,18 @@ constexpr Setting kTable[] = {
      .min = limits::kMinTimeoutMs,
      .max = limits::kMaxTimeoutMs,
      .choices = {}},
+    {.id = Id::kConnectTimeoutMs,
+     .name = "connect_timeout_ms",
+     .env = "LIBREDUCE_CONNECT_TIMEOUT_MS",
+     .kind = Kind::kInt,
+     .default_value = "60000",
+     .description = "Longest a joining rank keeps retrying a reducer or rendezvous address it "
+                    "cannot connect to (refused, unreachable, no such host) before the join "
+                    "fails naming it; it warns after 2 s and every 10 s. Reducers started after "
+                    "their workers must be up within it. At most timeout_ms.",
+     .min = limits::kMinTimeoutMs,
+     .max = limits::kMaxTimeoutMs,
+     .choices = {}},
     {.id = Id::kHeartbeatMs,
      .name = "heartbeat_ms",
      .env = "LIBREDUCE_HEARTBEAT_MS",

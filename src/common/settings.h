@@ -28,6 +28,7 @@ enum class Id : int {
   kChunkBytes,
   kWindow,
   kTimeoutMs,
+  kConnectTimeoutMs,
   kHeartbeatMs,
   kFailover,
   kEventsFile,

@@ -1,10 +1,10 @@
 #include "nccl_plugin/net_engine.h"
 
-#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
 #include "collectives/communicator.h"
+#include "collectives/host_address.h"
 #include "collectives/unique_id.h"
 #include "common/auth.h"
 #include "common/check.h"
@@ -124,7 +124,7 @@ void postReceive(RecvComm* rc, const std::shared_ptr<Request>& req) {
 }
 
 // The address peers on other nodes reach this process at: LIBREDUCE_LISTEN_HOST, else the
-// local address toward the first reducer or MASTER_ADDR (a host name may resolve to loopback).
+// local address toward the first reducer, else coll::routableHost's choice.
 std::string listenHost() {
   std::string configured = settings::rawValue(settings::Id::kListenHost);
   if (!configured.empty()) return configured;
@@ -132,10 +132,6 @@ std::string listenHost() {
   if (coll::parseReducerList(settings::rawValue(settings::Id::kReducers), &reducers) == rdSuccess &&
       !reducers.empty()) {
     return coll::localAddressToward(reducers.front());
-  }
-  const char* master = std::getenv("MASTER_ADDR");
-  if (master != nullptr && master[0] != '\0') {
-    return coll::localAddressToward(std::string(master) + ":9");
   }
   return coll::routableHost();
 }
