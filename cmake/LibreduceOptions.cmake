@@ -6,11 +6,17 @@ find_package(PkgConfig QUIET)
 set(LIBREDUCE_WITH_CUDA AUTO CACHE STRING "CUDA kernels (AUTO/ON/OFF)")
 set(LIBREDUCE_WITH_UCX AUTO CACHE STRING "UCX transport (AUTO/ON/OFF)")
 set(LIBREDUCE_WITH_HWLOC AUTO CACHE STRING "hwloc thread/memory binding (AUTO/ON/OFF)")
-set(LIBREDUCE_WITH_TORCH AUTO CACHE STRING "PyTorch c10d backend (AUTO/ON/OFF)")
+set(LIBREDUCE_WITH_TORCH AUTO CACHE STRING "PyTorch c10d backend, torch 2.x (AUTO/ON/OFF)")
 set(LIBREDUCE_WITH_BASELINES AUTO CACHE STRING "Gloo / MPI baseline benchmarks (AUTO/ON/OFF)")
 set(LIBREDUCE_WITH_NCCL_PLUGIN AUTO CACHE STRING "NCCL Net + CollNet plugin libnccl-net-libreduce.so (AUTO/ON/OFF)")
 option(LIBREDUCE_BUILD_TESTS "Build the test suite" ON)
 option(LIBREDUCE_BUILD_BENCH "Build the benchmarks" ON)
+# pip install . (pyproject.toml) sets it: the install prefix is site-packages/libreduce, and what
+# is installed finds its libraries relative to itself.
+option(LIBREDUCE_WHEEL "Install laid out as the Python wheel (everything under site-packages/libreduce)" OFF)
+if(LIBREDUCE_WHEEL)
+  set(CMAKE_INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+endif()
 set(LIBREDUCE_SANITIZE "" CACHE STRING "Sanitizers to build with, e.g. address,undefined")
 set(LIBREDUCE_CUDA_ARCHITECTURES "90" CACHE STRING "CUDA architectures (90 = sm_90 SASS + compute_90 PTX)")
 
@@ -68,41 +74,8 @@ rd_resolve_option(LIBREDUCE_WITH_HWLOC "${_hwloc_found}" "hwloc not found (apt-g
 rd_resolve_option(LIBREDUCE_WITH_NCCL_PLUGIN "${LIBREDUCE_WITH_UCX_ENABLED}"
                   "it needs the UCX transport (LIBREDUCE_WITH_UCX)")
 
-# --- The Python package: pybind11 and the headers of the system interpreter (python3-dev).
-set(LIBREDUCE_WITH_PYTHON AUTO CACHE STRING "Python package libreduce (AUTO/ON/OFF)")
-set(LIBREDUCE_PYTHON /usr/bin/python3 CACHE FILEPATH "Python interpreter for the package and tests")
-set(_python_found OFF)
-if(NOT LIBREDUCE_WITH_PYTHON STREQUAL "OFF" AND EXISTS ${LIBREDUCE_PYTHON})
-  set(Python_EXECUTABLE ${LIBREDUCE_PYTHON})
-  find_package(Python QUIET COMPONENTS Interpreter Development.Module)
-  find_package(pybind11 CONFIG QUIET)
-  if(Python_FOUND AND pybind11_FOUND)
-    set(_python_found ON)
-  endif()
-endif()
-rd_resolve_option(LIBREDUCE_WITH_PYTHON ${_python_found}
-                  "pybind11 or the Python headers not found (apt-get install pybind11-dev python3-dev)")
-
-# --- PyTorch: Debian's python3-torch, found through the system interpreter; needs the package.
-set(_torch_found OFF)
-if(LIBREDUCE_WITH_PYTHON_ENABLED AND NOT LIBREDUCE_WITH_TORCH STREQUAL "OFF")
-  execute_process(
-    COMMAND ${LIBREDUCE_PYTHON} -c
-      "import os, torch; d = os.path.dirname(torch.__file__); print(torch.__version__ + ';' + os.path.join(d, 'include') + ';' + os.path.join(d, 'lib'))"
-    OUTPUT_VARIABLE _torch_facts RESULT_VARIABLE _torch_rc
-    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-  if(_torch_rc EQUAL 0)
-    list(GET _torch_facts 0 LIBREDUCE_TORCH_VERSION)
-    list(GET _torch_facts 1 LIBREDUCE_TORCH_INCLUDE_DIR)
-    list(GET _torch_facts 2 LIBREDUCE_TORCH_LIBRARY_DIR)
-    # Debian ships the C++ headers apart from the module (libtorch-dev).
-    if(EXISTS ${LIBREDUCE_TORCH_INCLUDE_DIR}/torch/csrc/distributed/c10d/ProcessGroup.hpp)
-      set(_torch_found ON)
-    endif()
-  endif()
-endif()
-rd_resolve_option(LIBREDUCE_WITH_TORCH ${_torch_found}
-                  "no Python package, or torch or its C++ headers missing (apt-get install python3-torch libtorch-dev)")
+# --- The Python package and the PyTorch backend (interpreter, pybind11, torch).
+include(LibreducePython)
 
 # --- Baselines: Gloo and MPI for side-by-side benchmarks.
 find_package(MPI QUIET COMPONENTS CXX)

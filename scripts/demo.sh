@@ -26,7 +26,7 @@ build() {
 }
 
 main() {
-  scripts/setup.sh >/dev/null
+  scripts/setup.sh --debian >/dev/null
   build
   echo "== build/src/reducectl run examples/jobs/quickstart.yaml $*"
   echo

@@ -6,7 +6,10 @@
 # all-reduce result is checked, and the NCCL_DEBUG=INFO logs must show the plugin loaded and
 # CollNet all-reduces going through the reducers. If NCCL's tuner does not pick CollNet on its
 # own, the run is repeated with NCCL_ALGO forcing it (and the summary says so). Then the same
-# with torch.distributed (backend "nccl"), when python3 can import torch with CUDA.
+# with torch.distributed (backend "nccl"), and the libreduce c10d backend with CUDA tensors
+# ("cpu:gloo,cuda:libreduce", built for python3's torch), when python3 can import torch with
+# CUDA. NCCL is NCCL_HOME's, else the one python3's torch loads (PyPI's nvidia-nccl-cu13), else
+# the CUDA toolkit's.
 #
 #   scripts/gpu_nccl_check.sh        logs go to $OUT when set, else build-gpu-nccl/logs
 #
@@ -20,7 +23,8 @@ build="build-gpu-nccl"
 logs=${OUT:-$build/logs}
 mkdir -p "$logs"
 export PATH="$PATH:/usr/local/cuda/bin"
-nccl_home=${NCCL_HOME:-/usr/local/cuda}
+torch_nccl=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
+nccl_home=${NCCL_HOME:-${torch_nccl:-/usr/local/cuda}}
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done' EXIT
 
@@ -29,6 +33,7 @@ allow() {  # seconds for a step: at most $1, never past the budget
   ((left < $1)) && echo $((left > 5 ? left : 5)) || echo "$1"
 }
 have() { command -v "$1" >/dev/null 2>&1; }
+have_cuda_torch() { python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; }
 
 check_tools() {
   echo "== machine"
@@ -37,7 +42,10 @@ check_tools() {
   local ok=1
   for tool in cmake g++; do have $tool || { echo "missing: $tool"; ok=0; }; done
   [[ -f $nccl_home/include/nccl.h ]] || { echo "missing: nccl.h under $nccl_home (set NCCL_HOME)"; ok=0; }
-  ls "$nccl_home"/lib*/libnccl.so* >/dev/null 2>&1 || { echo "missing: libnccl under $nccl_home"; ok=0; }
+  # PyPI's wheel ships libnccl.so.2 only: link the file itself.
+  nccl_lib=$(ls "$nccl_home"/lib*/libnccl.so* 2>/dev/null | head -1)
+  [[ -n $nccl_lib ]] || { echo "missing: libnccl under $nccl_home"; ok=0; }
+  echo "NCCL: $nccl_home ($(basename "${nccl_lib:-none}"))"
   ((ok))
 }
 
@@ -45,13 +53,17 @@ build_all() {
   local generator=Ninja
   have ninja || generator="Unix Makefiles"
   echo "== build ($build): nccl_net_libreduce reduce-server, nccl_allreduce_check"
+  local targets=(nccl_net_libreduce reduce-server) torch=AUTO
+  if have_cuda_torch; then targets+=(rd_python_core rd_python_torch); else torch=OFF; fi
   timeout "$(allow 120)" cmake -S . -B "$build" -G "$generator" -DLIBREDUCE_WITH_NCCL_PLUGIN=ON \
     -DLIBREDUCE_WITH_CUDA=OFF -DLIBREDUCE_BUILD_TESTS=OFF -DLIBREDUCE_BUILD_BENCH=OFF \
-    -DLIBREDUCE_WITH_TORCH=OFF -DLIBREDUCE_WITH_BASELINES=OFF >"$logs/configure.log" 2>&1 &&
-    timeout "$(allow 240)" cmake --build "$build" -j "$(nproc)" --target nccl_net_libreduce reduce-server \
+    -DLIBREDUCE_WITH_TORCH=$torch -DLIBREDUCE_PYTHON="$(command -v python3)" \
+    -DLIBREDUCE_WITH_BASELINES=OFF >"$logs/configure.log" 2>&1 &&
+    timeout "$(allow 240)" cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" \
       >"$logs/build.log" 2>&1 &&
-    g++ -std=c++17 -O2 -I"$nccl_home/include" tests/nccl_plugin/gpu/nccl_allreduce_check.cc \
-      -L"$nccl_home/lib64" -L"$nccl_home/lib" -lnccl -lcudart -o "$build/nccl_allreduce_check" \
+    g++ -std=c++17 -O2 -I"$nccl_home/include" -I/usr/local/cuda/include \
+      tests/nccl_plugin/gpu/nccl_allreduce_check.cc "$nccl_lib" -Wl,-rpath,"$(dirname "$nccl_lib")" \
+      -L/usr/local/cuda/lib64 -lcudart -o "$build/nccl_allreduce_check" \
       >>"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log" "$logs/configure.log"; return 1; }
 }
 
@@ -123,10 +135,19 @@ main() {
   build_all || { echo "RESULT: build failed"; return 1; }
   start_reducers || { echo "RESULT: reducers did not start"; return 1; }
   for n in 2 4; do nccl_step "nccl-$n" "$n" "$build/nccl_allreduce_check"; done
-  if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  if have_cuda_torch; then
+    echo "torch: $(python3 -c 'import torch; print(torch.__version__, torch.cuda.nccl.version())')"
     for n in 2 4; do
       nccl_step "torch-$n" "$n" python3 tests/nccl_plugin/gpu/torch_allreduce_check.py
     done
+    # No NCCL in this step: run_ranks' plugin and CollNet counts do not apply, its results do.
+    run_ranks torch-backend-cuda 2 "" env PYTHONPATH="$PWD/$build/python" python3 \
+      tests/nccl_plugin/gpu/torch_backend_cuda_check.py
+    if (($(grep -l "TORCH BACKEND CUDA CHECK PASSED" "$logs"/torch-backend-cuda.rank*.log | wc -l) == 2)); then
+      results+=("torch-backend-cuda: PASSED (cpu:gloo,cuda:libreduce, CUDA tensors)")
+    else
+      results+=("torch-backend-cuda: FAILED (see $logs/torch-backend-cuda.rank*.log)"); status=1
+    fi
   else
     results+=("torch: SKIPPED (python3 cannot import torch with CUDA)")
   fi

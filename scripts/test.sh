@@ -13,12 +13,17 @@ fast=0
 jobs=$(nproc)
 
 scripts/setup.sh
+# shellcheck source=scripts/python_env.sh
+source scripts/python_env.sh
+python=$(venv_python "$LIBREDUCE_VENV")
+python_torch2_11=$(venv_python "$LIBREDUCE_VENV_TORCH2_11")
 
 echo "== format check (clang-format)"
 scripts/lint.sh format
 
-echo "== build (build/)"
-cmake -S . -B build -G Ninja -DLIBREDUCE_WERROR=ON >/dev/null
+echo "== build (build/), the torch backend against $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
+cmake -S . -B build -G Ninja -DLIBREDUCE_WERROR=ON -DLIBREDUCE_WITH_TORCH=ON \
+      -DLIBREDUCE_PYTHON="$python" >/dev/null
 cmake --build build -j "$jobs"
 
 if ((!fast)); then
@@ -81,13 +86,17 @@ run_gtest() {
   return "$rc"
 }
 
-# The Python suite (tests/python) against the package in build/python; pytest's own counts.
+# run_pytest LABEL BUILD_DIR PYTHON [pytest args...]: the Python suite (tests/python) against
+# the package in BUILD_DIR/python, in PYTHON's environment (first on PATH, so that `python3` in
+# a job spec is that environment's too); pytest's own counts.
 run_pytest() {
-  echo "== tests: python (pytest)"
+  local label=$1 dir=$2 interpreter=$3
+  shift 3
+  echo "== tests: $label"
   local log rc=0
   log=$(mktemp)
-  capture "$log" env LIBREDUCE_BUILD_DIR=build /usr/bin/python3 -m pytest -p no:cacheprovider \
-    -rfEs tests/python || rc=$?
+  capture "$log" env LIBREDUCE_BUILD_DIR="$dir" PATH="$(dirname "$interpreter"):$PATH" \
+    "$interpreter" -m pytest -p no:cacheprovider -rfEs "$@" || rc=$?
   local last count p=0 f=0 s=0
   last=$(grep -E '^=+ .*(passed|failed|error|skipped).* in [0-9.]+s' "$log" | tail -1 || true)
   for kind in passed failed error skipped; do
@@ -99,8 +108,8 @@ run_pytest() {
     esac
   done
   # Same shape as CTest's line, so the totals below add both suites.
-  summaries+=("python (pytest): $p passed; $f tests failed out of $((p + f + s)) ($s skipped)")
-  while read -r line; do failures+=("python: ${line:0:300}"); done < <(
+  summaries+=("$label: $p passed; $f tests failed out of $((p + f + s)) ($s skipped)")
+  while read -r line; do failures+=("$label: ${line:0:300}"); done < <(
     grep -E '^(FAILED|ERROR) ' "$log" || true)
   rm -f "$log"
   [[ -n $last ]] || return 1
@@ -109,7 +118,19 @@ run_pytest() {
 
 status=0
 run_ctest "default build" build || status=1
-run_pytest || status=1
+run_pytest "python (pytest, torch $("$python" -c 'import torch; print(torch.__version__)'))" \
+  build "$python" tests/python || status=1
+
+# The backend built against torch 2.11 (the GPU machines') and its torch tests run there: the
+# library as above, the extension against that torch.
+echo "== build (build-torch2.11/): the torch backend against torch 2.11"
+cmake -S . -B build-torch2.11 -G Ninja -DLIBREDUCE_WERROR=ON -DLIBREDUCE_WITH_TORCH=ON \
+      -DLIBREDUCE_PYTHON="$python_torch2_11" -DLIBREDUCE_WITH_CUDA=OFF -DLIBREDUCE_BUILD_TESTS=OFF \
+      -DLIBREDUCE_BUILD_BENCH=OFF -DLIBREDUCE_WITH_NCCL_PLUGIN=OFF >/dev/null
+cmake --build build-torch2.11 -j "$jobs" --target rd_python_core rd_python_torch reduce-server \
+  reducectl
+run_pytest "python (pytest, torch 2.11)" build-torch2.11 "$python_torch2_11" \
+  -m torch_compat tests/python || status=1
 
 if ((!fast)); then
   echo "== build with ASan + UBSan (build-asan/)"

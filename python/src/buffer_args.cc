@@ -99,10 +99,11 @@ rdRedOp_t redOpByName(const std::string& name) {
 BufferArg bufferArg(const py::handle& object, const char* name, bool writable,
                     const std::string& dtype_override) {
   if (!PyObject_CheckBuffer(object.ptr())) {
-    throw Error(rdInvalidArgument, std::string(name) +
-                                       " must support the buffer protocol (a numpy "
-                                       "array, bytearray, memoryview...), not " +
-                                       std::string(py::str(object.get_type().attr("__name__"))));
+    throw Error(rdInvalidArgument,
+                std::string(name) +
+                    " must support the buffer protocol (a numpy "
+                    "array, bytearray, memoryview...), not " +
+                    std::string(py::str(py::type::handle_of(object).attr("__name__"))));
   }
   BufferArg arg;
   try {

@@ -310,7 +310,7 @@ PYBIND11_MODULE(_core, m) {
     } catch (const rd::Error& e) {
       py::object exc = py::module_::import("libreduce.errors")
                            .attr("error_for_status")(static_cast<int>(e.status()), e.what());
-      PyErr_SetObject(exc.get_type().ptr(), exc.ptr());
+      PyErr_SetObject(py::type::handle_of(exc).ptr(), exc.ptr());
     }
   });
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs this build tree into a temporary prefix, then builds and runs small programs against
 # it twice: through find_package(libreduce) and through pkg-config.
-# usage: test_downstream.sh BUILD_DIR SOURCE_DIR
+# usage: test_downstream.sh BUILD_DIR SOURCE_DIR [PYTHON]
+#   PYTHON: the interpreter the build's Python package is for (default /usr/bin/python3)
 set -euo pipefail
 build=$1
 src=$2
+python=${3:-/usr/bin/python3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -32,7 +34,7 @@ cc "$src/tests/package/downstream/main.c" -o "$work/pkgconfig_c" $flags
 if [[ -d "$build/python/libreduce" ]]; then
   init=$(find "$work/prefix" -path '*/libreduce/__init__.py' | head -1)
   [[ -n $init ]] || { echo "the Python package was not installed"; exit 1; }
-  (cd "$work" && PYTHONPATH="$(dirname "$(dirname "$init")")" /usr/bin/python3 - <<'EOF'
+  (cd "$work" && PYTHONPATH="$(dirname "$(dirname "$init")")" "$python" - <<'EOF'
 import os
 import pathlib
 

@@ -27,6 +27,12 @@ WORKERS = pathlib.Path(__file__).resolve().parent / "workers"
 sys.path.insert(0, str(PACKAGE_DIR))
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "torch_compat: what scripts/test.sh runs again against torch 2.11 (the GPU "
+        "machines'): the backend's own tests, no client libraries")
+
+
 def has_torch_backend():
     return any(PACKAGE_DIR.glob("libreduce/_torch*.so"))
 

@@ -24,7 +24,7 @@ EPOCHS = 40  # about 0.1 s each here: the kill lands mid-training with time to s
 
 
 def write_spec(tmp_path, tag):
-    command = ["/usr/bin/python3", str(ROOT / "examples/pytorch_ddp.py")]
+    command = [sys.executable, str(ROOT / "examples/pytorch_ddp.py")]
     args = ["--epochs", str(EPOCHS), "--deterministic",
             "--params-out", str(tmp_path / ("params-%s.bin" % tag))]
     env = [{"name": "PYTHONPATH", "value": str(BUILD / "python")}]

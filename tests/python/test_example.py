@@ -1,6 +1,7 @@
 """examples/pytorch_ddp.py as a reducectl job, run exactly as its job file says."""
 
 import re
+import sys
 import subprocess
 
 import pytest
@@ -28,7 +29,7 @@ def test_ranks_agree_through_reducectl_launch():
     for backend, reducers in (("libreduce", "0"), ("gloo", "0")):
         proc = run_or_show_stacks(
             [str(REDUCECTL), "launch", "--workers", "2", "--reducers", reducers, "--",
-             "/usr/bin/python3", str(ROOT / "examples/pytorch_ddp.py"), "--epochs", "3",
+             sys.executable, str(ROOT / "examples/pytorch_ddp.py"), "--epochs", "3",
              "--backend", backend],
             timeout=300, cwd=ROOT,
             env={"PYTHONPATH": str(BUILD / "python"), "PATH": "/usr/bin:/bin"})

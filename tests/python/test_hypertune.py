@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import PACKAGE_DIR, ROOT
+from conftest import PACKAGE_DIR, REDUCECTL, ROOT
 
 SOURCE = ROOT / "python" / "libreduce" / "hypertune.py"
 
@@ -152,3 +152,56 @@ def test_importable_from_the_built_package():
         env=dict(os.environ, PYTHONPATH=str(PACKAGE_DIR)), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "HyperTune" in proc.stdout
+
+
+def test_same_lines_as_googles_cloudml_hypertune(tmp_path, monkeypatch):
+    """The real package (cloudml-hypertune from PyPI) and this module, given the same reports,
+    write the same lines but for the time."""
+    google = pytest.importorskip("hypertune")
+    monkeypatch.setenv("CLOUD_ML_TRIAL_ID", "3")
+    files = {}
+    for name, module in (("google", google), ("libreduce", hypertune)):
+        files[name] = tmp_path / name / "output.metrics"
+        files[name].parent.mkdir()
+        monkeypatch.setenv("CLOUD_ML_HP_METRIC_FILE", str(files[name]))
+        reporter = module.HyperTune()
+        for step in range(105):  # past the 100 kept
+            reporter.report_hyperparameter_tuning_metric("accuracy", step / 7, global_step=step)
+        reporter.report_hyperparameter_tuning_metric("", 1, global_step=None)
+    google_lines, ours = lines(files["google"]), lines(files["libreduce"])
+    assert len(google_lines) == len(ours) == 100
+    for theirs, mine in zip(google_lines, ours):
+        assert isinstance(theirs.pop("timestamp"), float) and isinstance(mine.pop("timestamp"),
+                                                                          float)
+        theirs.setdefault("checkpoint_path", "")  # releases before 0.1.0.dev6 lack it
+        assert mine == theirs
+
+
+def test_reducectl_tune_reads_what_cloudml_hypertune_writes(tmp_path):
+    """A tuning job whose trials report with Google's package: reducectl finds every metric."""
+    pytest.importorskip("hypertune")
+    trial = tmp_path / "trial.py"
+    trial.write_text(
+        "import sys, hypertune\n"
+        "x = float(sys.argv[1].split('=')[1])\n"
+        "hypertune.HyperTune().report_hyperparameter_tuning_metric('score', -(x - 2) ** 2, 1)\n")
+    spec = {"displayName": "tune-cloudml-hypertune", "baseOutputDirectory": str(tmp_path),
+            "maxTrialCount": 3, "parallelTrialCount": 1,
+            "studySpec": {"metrics": [{"metricId": "score", "goal": "MAXIMIZE"}],
+                          "parameters": [{"parameterId": "x", "integerValueSpec": {
+                              "minValue": 1, "maxValue": 3}}],
+                          "algorithm": "GRID_SEARCH"},
+            "trialJobSpec": {"workerPoolSpecs": [
+                {"replicaCount": 1, "command": [sys.executable, str(trial)]}],
+                "scheduling": {"timeout": "120s"}}}
+    (tmp_path / "tune.json").write_text(json.dumps(spec))
+    run = subprocess.run([str(REDUCECTL), "tune", str(tmp_path / "tune.json"), "--job-id", "t1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stdout
+    record = json.loads((tmp_path / "t1" / "trials.json").read_text())
+    got = {}
+    for t in record["trials"]:
+        x = float(t["parameters"][0]["value"])
+        got[x] = t["finalMeasurement"]["metrics"]
+    assert got == {x: [{"metricId": "score", "value": -(x - 2) ** 2}] for x in (1.0, 2.0, 3.0)}

@@ -12,6 +12,7 @@ from conftest import assert_all_ok, has_torch_backend, run_ranks
 pytestmark = pytest.mark.skipif(not has_torch_backend(), reason="built without torch")
 
 
+@pytest.mark.torch_compat
 @pytest.mark.parametrize("ranks, reducer_count", [(2, 2), (3, 2), (2, 0), (3, 0)])
 def test_collectives(reducers, ranks, reducer_count):
     addresses = reducers.start(reducer_count) if reducer_count else None
@@ -45,6 +46,7 @@ def test_dead_rank_makes_wait_raise_within_the_timeout(reducers, reducer_count):
 
 def test_the_store_never_carries_the_secret(tmp_path, monkeypatch):
     import torch.distributed as dist
+    from torch._C._distributed_c10d import _DistributedBackendOptions
 
     import libreduce.torch as backend
 
@@ -53,12 +55,67 @@ def test_the_store_never_carries_the_secret(tmp_path, monkeypatch):
     monkeypatch.setenv("LIBREDUCE_SECRET_FILE", str(secret))
     monkeypatch.delenv("LIBREDUCE_REDUCERS", raising=False)
     store = dist.HashStore()
-    group = backend._create(store, 0, 1, datetime.timedelta(seconds=10))
+    options = _DistributedBackendOptions()
+    options.store, options.group_rank, options.group_size = store, 0, 1
+    options.timeout = datetime.timedelta(seconds=10)
+    options.group_id, options.global_ranks_in_group = "0", []
+    group = backend._create(options, None)
     published = store.get("libreduce/unique_id")
+    assert published.startswith(b"libreduce-id-v1;")
     assert b"do-not-leak".hex().encode() not in published and b"do-not-leak" not in published
     assert group.getBackendName() if hasattr(group, "getBackendName") else True
-    assert dist.Backend.LIBREDUCE == "LIBREDUCE"
+    assert dist.Backend.LIBREDUCE == "libreduce"
 
+
+def test_pg_options_are_libreduces_own():
+    import libreduce.torch as backend
+
+    with pytest.raises(TypeError, match="pg_options must be libreduce.torch.Options"):
+        backend._options_for(datetime.timedelta(seconds=5), object())
+    with pytest.raises(ValueError, match="wire_dtype must be one of"):
+        backend._options_for(datetime.timedelta(seconds=5), backend.Options(wire_dtype="fp8"))
+    options = backend._options_for(7, backend.Options(wire_dtype="bf16"), "g", [3, 4])
+    assert (options.wire_dtype, options._timeout) == ("bf16", datetime.timedelta(seconds=7))
+    assert (options.group_name, options.global_ranks_in_group) == ("g", [3, 4])
+
+
+@pytest.mark.torch_compat
+@pytest.mark.parametrize("ranks, reducer_count", [(4, 2), (4, 0)], ids=["reducers", "ring"])
+def test_groups_options_split_and_coalescing(reducers, ranks, reducer_count):
+    addresses = reducers.start(reducer_count) if reducer_count else None
+    results = run_ranks("torch_groups_worker.py", ranks, ["groups"], reducers=addresses,
+                        secret_file=reducers.secret_file, timeout=150)
+    assert_all_ok(results)
+    assert all("GROUPS OK" in out for _, out in results), results
+
+
+@pytest.mark.torch_compat
+@pytest.mark.parametrize("ranks, reducer_count", [(1, 1), (1, 0), (3, 2), (3, 0)])
+def test_every_collective_through_the_dispatcher(tmp_path, reducers, ranks, reducer_count):
+    addresses = reducers.start(reducer_count) if reducer_count else None
+    results = run_ranks("torch_groups_worker.py", ranks, ["dispatched"], reducers=addresses,
+                        secret_file=reducers.secret_file, timeout=90,
+                        extra={"RD_STORE_FILE": str(tmp_path / "store")})
+    assert_all_ok(results)
+    assert all("DISPATCHED OK" in out for _, out in results), results
+
+
+@pytest.mark.torch_compat
+def test_cpu_gloo_cuda_libreduce_routes_by_device(reducers):
+    results = run_ranks("torch_groups_worker.py", 2, ["mixed"], reducers=reducers.start(1),
+                        secret_file=reducers.secret_file, timeout=90)
+    assert_all_ok(results)
+    assert all("MIXED OK" in out for _, out in results), results
+
+
+@pytest.mark.torch_compat
+@pytest.mark.parametrize("reducer_count", [2, 0], ids=["reducers", "ring"])
+def test_failure_get_error_abort_and_shutdown(reducers, reducer_count):
+    addresses = reducers.start(reducer_count) if reducer_count else None
+    results = run_ranks("torch_groups_worker.py", 3, ["failure"], reducers=addresses,
+                        secret_file=reducers.secret_file, timeout=90)
+    for rc, out in results[:2]:
+        assert rc == 0 and "FAILURE OK" in out, out
 
 
 def test_wire_compression_option_is_checked():

@@ -15,7 +15,7 @@ at::Tensor hostCopy(const at::Tensor& t) {
   return t.to(at::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous();
 }
 
-void copyBack(at::Tensor t, const at::Tensor& buffer) {
+void copyBack(const at::Tensor& t, const at::Tensor& buffer) {
   if (!buffer.is_same(t)) t.copy_(buffer.view(t.sizes()));
 }
 

@@ -19,7 +19,7 @@ at::Tensor hostBuffer(const at::Tensor& t);
 at::Tensor hostCopy(const at::Tensor& t);
 
 /** Writes @p buffer back into @p t unless it is @p t. */
-void copyBack(at::Tensor t, const at::Tensor& buffer);
+void copyBack(const at::Tensor& t, const at::Tensor& buffer);
 
 /** All of @p tensors, flattened and concatenated into one CPU tensor. */
 at::Tensor flatHostConcat(const std::vector<at::Tensor>& tensors);

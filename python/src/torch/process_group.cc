@@ -1,6 +1,3 @@
-// Python.h first, as Python requires (the destructor releases the GIL).
-#include <Python.h>
-
 #include "process_group.h"
 
 #include <c10/util/Exception.h>
@@ -14,40 +11,6 @@
 #include "tensor_types.h"
 
 namespace rd::torch_backend {
-
-ProcessGroupLibreduce::ProcessGroupLibreduce(const std::string& unique_id, int rank, int size,
-                                             std::chrono::milliseconds timeout,
-                                             const std::string& wire_dtype)
-    : BackendBase(rank, size), timeout_(timeout), barrier_tokens_(static_cast<size_t>(size)) {
-  rdUniqueId id{};
-  TORCH_CHECK_VALUE(unique_id.size() <= sizeof id.internal,
-                    "libreduce: the unique id is too long (", unique_id.size(), " bytes)");
-  std::memcpy(id.internal, unique_id.data(), unique_id.size());
-  rdCommConfig_t config = RD_COMM_CONFIG_INITIALIZER;
-  // The group's timeout bounds every wait for a peer, as NCCL's watchdog does.
-  config.timeout_ms = static_cast<int>(
-      std::clamp<int64_t>(timeout.count(), rd::limits::kMinTimeoutMs, rd::limits::kMaxTimeoutMs));
-  if (!wire_dtype.empty()) {
-    rdDataType_t wire = rdFloat32;
-    TORCH_CHECK_VALUE(rdWireDtypeFromName(wire_dtype.c_str(), &wire) == rdSuccess,
-                      "libreduce: ", rdGetLastError());
-    config.wire_dtype = wire;
-  }
-  rdResult_t status = rdCommInitRankConfig(&comm_, size, id, rank, &config);
-  TORCH_CHECK(status == rdSuccess, "libreduce: rank ", rank, " of ", size,
-              " could not join its communicator: ", rdGetErrorString(status), ": ",
-              rdGetLastError());
-  completions_ = std::make_unique<CompletionThreads>();
-}
-
-ProcessGroupLibreduce::~ProcessGroupLibreduce() {
-  // Python drops the group with the GIL held, while a completion thread may be releasing
-  // the last reference to a tensor Python created, which takes the GIL: wait without it.
-  PyThreadState* saved = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
-  completions_.reset();  // every posted work completes (or fails) before the communicator goes
-  if (comm_ != nullptr) rdCommDestroy(comm_);
-  if (saved != nullptr) PyEval_RestoreThread(saved);
-}
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::launch(c10d::OpType type, const char* name,
                                                              const Post& post,
@@ -63,11 +26,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::launchAll(c10d::OpType typ
                                                                 std::vector<at::Tensor> outputs,
                                                                 std::vector<at::Tensor> keep_alive,
                                                                 std::function<void()> on_success) {
+  rdComm_t c = comm(name);
+  ++sequence_number_;
   std::vector<rdRequest_t> requests;
   std::string error;
   for (const Post& post : posts) {
     rdRequest_t request = nullptr;
-    rdResult_t status = post(&request);
+    rdResult_t status = post(c, &request);
     if (status == rdSuccess) {
       requests.push_back(request);
       continue;
@@ -79,14 +44,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::launchAll(c10d::OpType typ
       TORCH_CHECK_VALUE(false, "libreduce ", name, ": ", message);
     }
     error = message;
+    if (status != rdAborted) failures_->record(status);
     break;
   }
   if (requests.empty() && !error.empty()) {
     return c10::make_intrusive<LibreduceWork>(rank_, type, name, error);
   }
-  auto work =
-      c10::make_intrusive<LibreduceWork>(rank_, type, name, std::move(requests), std::move(outputs),
-                                         std::move(keep_alive), std::move(on_success), error);
+  auto work = c10::make_intrusive<LibreduceWork>(rank_, type, name, std::move(requests),
+                                                 std::move(outputs), std::move(keep_alive),
+                                                 std::move(on_success), error, failures_);
   completions_->enqueue(work);
   return work;
 }
@@ -96,12 +62,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::allreduce(
   checkOne(tensors, "allreduce");
   at::Tensor t = tensors[0];
   Reduction r = reductionFor(t.scalar_type(), opts.reduceOp);
-  at::Tensor buf = hostBuffer(t);
+  at::Tensor buf = hostBuffer(t);  // t itself where it can: the result overwrites it anyway
+  premultiply(buf, r);
   size_t count = static_cast<size_t>(buf.numel()) * r.lanes;
   return launch(
       c10d::OpType::ALLREDUCE, "allreduce",
-      [&](rdRequest_t* req) {
-        return rdAllReduceAsync(buf.data_ptr(), buf.data_ptr(), count, r.dtype, r.op, comm_, req);
+      [&](rdComm_t c, rdRequest_t* req) {
+        return rdAllReduceAsync(buf.data_ptr(), buf.data_ptr(), count, r.dtype, r.op, c, req);
       },
       tensors, {buf}, [t, buf] { copyBack(t, buf); });
 }
@@ -113,17 +80,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::allreduce_coalesced(
   for (const auto& t : tensors) checkSameKind(tensors[0], t, "allreduce_coalesced");
   Reduction r = reductionFor(tensors[0].scalar_type(), opts.reduceOp);
   at::Tensor flat = flatHostConcat(tensors);  // one request for the whole list
+  premultiply(flat, r);
   size_t count = static_cast<size_t>(flat.numel()) * r.lanes;
   std::vector<at::Tensor> outs = tensors;
   return launch(
       c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced",
-      [&](rdRequest_t* req) {
-        return rdAllReduceAsync(flat.data_ptr(), flat.data_ptr(), count, r.dtype, r.op, comm_, req);
+      [&](rdComm_t c, rdRequest_t* req) {
+        return rdAllReduceAsync(flat.data_ptr(), flat.data_ptr(), count, r.dtype, r.op, c, req);
       },
       tensors, {flat},
       [outs, flat] {
         int64_t offset = 0;
-        for (auto t : outs) {
+        for (const auto& t : outs) {
           t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
           offset += t.numel();
         }
@@ -140,9 +108,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::broadcast(
   int root = static_cast<int>(opts.rootRank);
   return launch(
       c10d::OpType::BROADCAST, "broadcast",
-      [&](rdRequest_t* req) {
-        return rdBroadcastAsync(buf.data_ptr(), buf.data_ptr(), byteCount(buf), rdUint8, root,
-                                comm_, req);
+      [&](rdComm_t c, rdRequest_t* req) {
+        return rdBroadcastAsync(buf.data_ptr(), buf.data_ptr(), byteCount(buf), rdUint8, root, c,
+                                req);
       },
       tensors, {buf}, [t, buf] { copyBack(t, buf); });
 }
@@ -156,11 +124,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::reduce(std::vector<at::Ten
   // An all-reduce whose result only the root keeps: other ranks' tensors stay as they were.
   bool is_root = opts.rootRank == rank_;
   at::Tensor buf = is_root ? hostBuffer(t) : hostCopy(t);
+  premultiply(buf, r);
   size_t count = static_cast<size_t>(buf.numel()) * r.lanes;
   return launch(
       c10d::OpType::REDUCE, "reduce",
-      [&](rdRequest_t* req) {
-        return rdAllReduceAsync(buf.data_ptr(), buf.data_ptr(), count, r.dtype, r.op, comm_, req);
+      [&](rdComm_t c, rdRequest_t* req) {
+        return rdAllReduceAsync(buf.data_ptr(), buf.data_ptr(), count, r.dtype, r.op, c, req);
       },
       tensors, {buf},
       [t, buf, is_root] {
@@ -188,8 +157,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::_allgather_base(
   at::Tensor out = hostBuffer(output);
   return launch(
       c10d::OpType::_ALLGATHER_BASE, "_allgather_base",
-      [&](rdRequest_t* req) {
-        return rdAllGatherAsync(in.data_ptr(), out.data_ptr(), byteCount(in), rdUint8, comm_, req);
+      [&](rdComm_t c, rdRequest_t* req) {
+        return rdAllGatherAsync(in.data_ptr(), out.data_ptr(), byteCount(in), rdUint8, c, req);
       },
       {output}, {in, out}, [output, out] { copyBack(output, out); });
 }
@@ -213,6 +182,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::allgather_coalesced(
   }
   // Every input's bytes, one after the other: one all-gather for the whole list.
   std::vector<at::Tensor> bytes;
+  bytes.reserve(inputs.size());
   for (const auto& t : inputs) bytes.push_back(hostBuffer(t).reshape({-1}).view(at::kByte));
   at::Tensor in = at::cat(bytes);
   at::Tensor flat = at::empty({size_ * in.numel()}, in.options());
@@ -220,14 +190,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::allgather_coalesced(
   for (const auto& list : output_lists) outputs.insert(outputs.end(), list.begin(), list.end());
   return launch(
       c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced",
-      [&](rdRequest_t* req) {
-        return rdAllGatherAsync(in.data_ptr(), flat.data_ptr(), byteCount(in), rdUint8, comm_, req);
+      [&](rdComm_t c, rdRequest_t* req) {
+        return rdAllGatherAsync(in.data_ptr(), flat.data_ptr(), byteCount(in), rdUint8, c, req);
       },
       outputs, {in, flat},
       [output_lists, flat, stride = in.numel()] {
         for (size_t r = 0; r < output_lists.size(); ++r) {
           int64_t offset = static_cast<int64_t>(r) * stride;
-          for (auto out : output_lists[r]) {
+          for (const auto& out : output_lists[r]) {
             int64_t n = static_cast<int64_t>(byteCount(out));
             out.copy_(flat.narrow(0, offset, n).view(out.scalar_type()).view(out.sizes()));
             offset += n;
@@ -236,21 +206,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::allgather_coalesced(
       });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::gatherParts(c10d::OpType type,
-                                                                  const char* name,
-                                                                  const at::Tensor& input,
-                                                                  std::vector<at::Tensor> outs) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::gatherParts(
+    c10d::OpType type, const char* name, const at::Tensor& input,
+    const std::vector<at::Tensor>& outs) {
   at::Tensor in = hostBuffer(input);
   at::Tensor flat = at::empty({size_ * in.numel()}, in.options());
   return launch(
       type, name,
-      [&](rdRequest_t* req) {
-        return rdAllGatherAsync(in.data_ptr(), flat.data_ptr(), byteCount(in), rdUint8, comm_, req);
+      [&](rdComm_t c, rdRequest_t* req) {
+        return rdAllGatherAsync(in.data_ptr(), flat.data_ptr(), byteCount(in), rdUint8, c, req);
       },
       outs, {in, flat},
       [outs, flat] {
         for (size_t r = 0; r < outs.size(); ++r) {
-          at::Tensor out = outs[r];
+          const at::Tensor& out = outs[r];
           out.copy_(part(flat, static_cast<int64_t>(r), out));
         }
       });
@@ -266,13 +235,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::reduce_scatter(
   checkParts(inputs[0], output, size_, "reduce_scatter");
   Reduction r = reductionFor(output.scalar_type(), opts.reduceOp);
   at::Tensor flat = flatHostConcat(inputs[0]);
+  premultiply(flat, r);
   at::Tensor out = hostBuffer(output);
   size_t count = static_cast<size_t>(out.numel()) * r.lanes;
   return launch(
       c10d::OpType::REDUCE_SCATTER, "reduce_scatter",
-      [&](rdRequest_t* req) {
-        return rdReduceScatterAsync(flat.data_ptr(), out.data_ptr(), count, r.dtype, r.op, comm_,
-                                    req);
+      [&](rdComm_t c, rdRequest_t* req) {
+        return rdReduceScatterAsync(flat.data_ptr(), out.data_ptr(), count, r.dtype, r.op, c, req);
       },
       outputs, {flat, out}, [output, out] { copyBack(output, out); });
 }
@@ -285,23 +254,87 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::_reduce_scatter_base(
                     "libreduce: _reduce_scatter_base needs ", size_, " x ", output.numel(),
                     " input elements, got ", input.numel());
   Reduction r = reductionFor(output.scalar_type(), opts.reduceOp);
-  at::Tensor in = hostBuffer(input);
+  // The input must stay as it was: scaled in a copy.
+  at::Tensor in = r.premultiply ? hostCopy(input) : hostBuffer(input);
+  premultiply(in, r);
   at::Tensor out = hostBuffer(output);
   size_t count = static_cast<size_t>(out.numel()) * r.lanes;
   return launch(
       c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base",
-      [&](rdRequest_t* req) {
-        return rdReduceScatterAsync(in.data_ptr(), out.data_ptr(), count, r.dtype, r.op, comm_,
-                                    req);
+      [&](rdComm_t c, rdRequest_t* req) {
+        return rdReduceScatterAsync(in.data_ptr(), out.data_ptr(), count, r.dtype, r.op, c, req);
       },
       {output}, {in, out}, [output, out] { copyBack(output, out); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::launchCoalesced(
+    const char* name, const std::vector<at::Tensor>& outputs, size_t count,
+    const std::function<CoalescedPart(size_t)>& part) {
+  std::vector<Post> posts;
+  std::vector<at::Tensor> keep_alive;
+  std::vector<std::pair<at::Tensor, at::Tensor>> copies;  // (output, its staging buffer)
+  for (size_t i = 0; i < count; ++i) {
+    CoalescedPart p = part(i);
+    posts.push_back(std::move(p.post));
+    keep_alive.insert(keep_alive.end(), {p.in, p.out});
+    copies.emplace_back(outputs[i], p.out);
+  }
+  return launchAll(c10d::OpType::COALESCED, name, posts, outputs, keep_alive, [copies] {
+    for (const auto& [output, out] : copies) copyBack(output, out);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& /*opts*/) {
+  const char* name = "allgather_into_tensor_coalesced";
+  TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "libreduce: ", name,
+                    " needs one output per input, got ", outputs.size(), " and ", inputs.size());
+  return launchCoalesced(name, outputs, inputs.size(), [&](size_t i) {
+    checkTensor(inputs[i], name);
+    checkSameKind(inputs[i], outputs[i], name);
+    TORCH_CHECK_VALUE(outputs[i].numel() == size_ * inputs[i].numel(), "libreduce: ", name,
+                      " output ", i, " needs ", size_, " x ", inputs[i].numel(), " elements, got ",
+                      outputs[i].numel());
+    at::Tensor in = hostBuffer(inputs[i]);
+    at::Tensor out = hostBuffer(outputs[i]);
+    Post post = [in, out](rdComm_t c, rdRequest_t* req) {
+      return rdAllGatherAsync(in.data_ptr(), out.data_ptr(), byteCount(in), rdUint8, c, req);
+    };
+    return CoalescedPart{std::move(post), in, out};
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  const char* name = "reduce_scatter_tensor_coalesced";
+  TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "libreduce: ", name,
+                    " needs one output per input, got ", outputs.size(), " and ", inputs.size());
+  return launchCoalesced(name, outputs, inputs.size(), [&](size_t i) {
+    checkTensor(outputs[i], name);
+    checkSameKind(outputs[i], inputs[i], name);
+    TORCH_CHECK_VALUE(inputs[i].numel() == size_ * outputs[i].numel(), "libreduce: ", name,
+                      " input ", i, " needs ", size_, " x ", outputs[i].numel(), " elements, got ",
+                      inputs[i].numel());
+    Reduction r = reductionFor(outputs[i].scalar_type(), opts.reduceOp);
+    // The input must stay as it was: scaled in a copy.
+    at::Tensor in = r.premultiply ? hostCopy(inputs[i]) : hostBuffer(inputs[i]);
+    premultiply(in, r);
+    at::Tensor out = hostBuffer(outputs[i]);
+    size_t count = static_cast<size_t>(out.numel()) * r.lanes;
+    Post post = [in, out, count, r](rdComm_t c, rdRequest_t* req) {
+      return rdReduceScatterAsync(in.data_ptr(), out.data_ptr(), count, r.dtype, r.op, c, req);
+    };
+    return CoalescedPart{std::move(post), in, out};
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::barrier(
     const c10d::BarrierOptions& /*opts*/) {
   return launch(
       c10d::OpType::BARRIER, "barrier",
-      [&](rdRequest_t* req) { return rdBarrierAsync(comm_, req); }, {}, {}, nullptr);
+      [&](rdComm_t c, rdRequest_t* req) { return rdBarrierAsync(c, req); }, {}, {}, nullptr);
 }
 
 }  // namespace rd::torch_backend

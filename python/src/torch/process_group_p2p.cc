@@ -81,13 +81,13 @@ std::string lastErrorText(rdResult_t status) {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::pointToPoint(c10d::OpType type,
                                                                    const char* name, bool is_send,
-                                                                   at::Tensor t, int peer,
+                                                                   const at::Tensor& t, int peer,
                                                                    int tag) {
   at::Tensor buf = hostBuffer(t);
   const size_t bytes = byteCount(buf);
-  Post post = [this, is_send, buf, bytes, peer, tag](rdRequest_t* req) {
-    if (is_send) return rdSendAsync(buf.data_ptr(), bytes, rdUint8, peer, tag, comm_, req);
-    return rdRecvAsync(buf.data_ptr(), bytes, rdUint8, peer, tag, comm_, req);
+  Post post = [is_send, buf, bytes, peer, tag](rdComm_t c, rdRequest_t* req) {
+    if (is_send) return rdSendAsync(buf.data_ptr(), bytes, rdUint8, peer, tag, c, req);
+    return rdRecvAsync(buf.data_ptr(), bytes, rdUint8, peer, tag, c, req);
   };
   std::function<void()> on_success;
   if (!is_send) on_success = [t, buf] { copyBack(t, buf); };
@@ -138,16 +138,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::alltoall_base(
     if (peer == rank_) continue;
     char* dst = bytesAt(out, out_offsets[peer] * out_row);
     size_t recv_bytes = out_splits[peer] * out_row;
-    posts.emplace_back([this, dst, recv_bytes, peer](rdRequest_t* req) {
-      return rdRecvAsync(dst, recv_bytes, rdUint8, peer, kAllToAllTag, comm_, req);
+    posts.emplace_back([dst, recv_bytes, peer](rdComm_t c, rdRequest_t* req) {
+      return rdRecvAsync(dst, recv_bytes, rdUint8, peer, kAllToAllTag, c, req);
     });
   }
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     const char* src = bytesAt(in, in_offsets[peer] * in_row);
     size_t send_bytes = in_splits[peer] * in_row;
-    posts.emplace_back([this, src, send_bytes, peer](rdRequest_t* req) {
-      return rdSendAsync(src, send_bytes, rdUint8, peer, kAllToAllTag, comm_, req);
+    posts.emplace_back([src, send_bytes, peer](rdComm_t c, rdRequest_t* req) {
+      return rdSendAsync(src, send_bytes, rdUint8, peer, kAllToAllTag, c, req);
     });
   }
   return launchAll(c10d::OpType::ALLTOALL_BASE, "alltoall_base", posts, {output}, {in, out},
@@ -177,15 +177,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::alltoall(
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     at::Tensor out = outs[peer];
-    posts.emplace_back([this, out, peer](rdRequest_t* req) {
-      return rdRecvAsync(out.data_ptr(), byteCount(out), rdUint8, peer, kAllToAllTag, comm_, req);
+    posts.emplace_back([out, peer](rdComm_t c, rdRequest_t* req) {
+      return rdRecvAsync(out.data_ptr(), byteCount(out), rdUint8, peer, kAllToAllTag, c, req);
     });
   }
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     at::Tensor in = ins[peer];
-    posts.emplace_back([this, in, peer](rdRequest_t* req) {
-      return rdSendAsync(in.data_ptr(), byteCount(in), rdUint8, peer, kAllToAllTag, comm_, req);
+    posts.emplace_back([in, peer](rdComm_t c, rdRequest_t* req) {
+      return rdSendAsync(in.data_ptr(), byteCount(in), rdUint8, peer, kAllToAllTag, c, req);
     });
   }
   std::vector<at::Tensor> keep = ins;
@@ -210,8 +210,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::gather(
   if (rank_ != root) {
     TORCH_CHECK_VALUE(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()),
                       "libreduce: gather takes output tensors on the root only");
-    Post post = [this, in, root](rdRequest_t* req) {
-      return rdSendAsync(in.data_ptr(), byteCount(in), rdUint8, root, kGatherTag, comm_, req);
+    Post post = [in, root](rdComm_t c, rdRequest_t* req) {
+      return rdSendAsync(in.data_ptr(), byteCount(in), rdUint8, root, kGatherTag, c, req);
     };
     return launch(c10d::OpType::GATHER, "gather", post, {}, {in}, nullptr);
   }
@@ -224,8 +224,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::gather(
     bufs.push_back(hostBuffer(outs[peer]));
     if (peer == root) continue;
     at::Tensor buf = bufs.back();
-    posts.emplace_back([this, buf, peer](rdRequest_t* req) {
-      return rdRecvAsync(buf.data_ptr(), byteCount(buf), rdUint8, peer, kGatherTag, comm_, req);
+    posts.emplace_back([buf, peer](rdComm_t c, rdRequest_t* req) {
+      return rdRecvAsync(buf.data_ptr(), byteCount(buf), rdUint8, peer, kGatherTag, c, req);
     });
   }
   std::vector<at::Tensor> keep = bufs;
@@ -258,8 +258,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::scatter(
     ins.push_back(hostBuffer(inputs[0][peer]));
     if (peer == root) continue;
     at::Tensor in = ins.back();
-    posts.emplace_back([this, in, peer](rdRequest_t* req) {
-      return rdSendAsync(in.data_ptr(), byteCount(in), rdUint8, peer, kScatterTag, comm_, req);
+    posts.emplace_back([in, peer](rdComm_t c, rdRequest_t* req) {
+      return rdSendAsync(in.data_ptr(), byteCount(in), rdUint8, peer, kScatterTag, c, req);
     });
   }
   at::Tensor mine = ins[root];
@@ -269,7 +269,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupLibreduce::scatter(
 
 void ProcessGroupLibreduce::monitoredBarrier(const c10d::BarrierOptions& opts,
                                              bool wait_all_ranks) {
-  const auto timeout = opts.timeout.count() > 0 ? opts.timeout : timeout_;
+  const auto timeout = opts.timeout.count() > 0 ? opts.timeout : options_->timeout;
+  rdComm_t c = comm("monitored_barrier");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto left_ms = [&] {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -282,9 +283,9 @@ void ProcessGroupLibreduce::monitoredBarrier(const c10d::BarrierOptions& opts,
   uint8_t* tokens = barrier_tokens_.data();
   if (rank_ != 0) {
     OwnedRequest arrive, release;
-    rdResult_t st = rdSendAsync(&kToken, 1, rdUint8, 0, kBarrierArriveTag, comm_, &arrive.request);
+    rdResult_t st = rdSendAsync(&kToken, 1, rdUint8, 0, kBarrierArriveTag, c, &arrive.request);
     if (st == rdSuccess) {
-      st = rdRecvAsync(&tokens[0], 1, rdUint8, 0, kBarrierReleaseTag, comm_, &release.request);
+      st = rdRecvAsync(&tokens[0], 1, rdUint8, 0, kBarrierReleaseTag, c, &release.request);
     }
     if (st == rdSuccess) st = rdRequestWait(release.request, left_ms());
     if (st == rdInProgress) rdRequestCancel(release.request);
@@ -297,7 +298,7 @@ void ProcessGroupLibreduce::monitoredBarrier(const c10d::BarrierOptions& opts,
   std::string why;
   for (int r = 1; r < size_; ++r) {
     rdResult_t st =
-        rdRecvAsync(&tokens[r], 1, rdUint8, r, kBarrierArriveTag, comm_, &arrivals[r].request);
+        rdRecvAsync(&tokens[r], 1, rdUint8, r, kBarrierArriveTag, c, &arrivals[r].request);
     if (st == rdSuccess) st = rdRequestWait(arrivals[r].request, left_ms());
     if (st == rdInProgress && rdRequestCancel(arrivals[r].request) != rdSuccess) {
       st = rdRequestWait(arrivals[r].request, -1);  // matched meanwhile: it lands now
@@ -316,7 +317,7 @@ void ProcessGroupLibreduce::monitoredBarrier(const c10d::BarrierOptions& opts,
   std::vector<OwnedRequest> releases(size_);
   for (int r = 1; r < size_; ++r) {
     rdResult_t st =
-        rdSendAsync(&kToken, 1, rdUint8, r, kBarrierReleaseTag, comm_, &releases[r].request);
+        rdSendAsync(&kToken, 1, rdUint8, r, kBarrierReleaseTag, c, &releases[r].request);
     if (st == rdSuccess) st = rdRequestWait(releases[r].request, left_ms());
     TORCH_CHECK(st == rdSuccess, "[Rank 0]: libreduce monitored_barrier could not release rank ", r,
                 ": ", lastErrorText(st));

@@ -23,7 +23,7 @@ std::exception_ptr failure(const std::string& name, const std::string& message) 
 LibreduceWork::LibreduceWork(int rank, c10d::OpType type, std::string name,
                              std::vector<rdRequest_t> requests, std::vector<at::Tensor> outputs,
                              std::vector<at::Tensor> keep_alive, std::function<void()> on_success,
-                             std::string error)
+                             std::string error, std::shared_ptr<GroupFailures> failures)
     : c10d::Work(rank, type),
       name_(std::move(name)),
       requests_(std::move(requests)),
@@ -31,6 +31,7 @@ LibreduceWork::LibreduceWork(int rank, c10d::OpType type, std::string name,
       outputs_(std::move(outputs)),
       keep_alive_(std::move(keep_alive)),
       on_success_(std::move(on_success)),
+      failures_(std::move(failures)),
       future_(tensorListFuture()) {}
 
 LibreduceWork::LibreduceWork(int rank, c10d::OpType type, std::string name,
@@ -101,6 +102,8 @@ void LibreduceWork::complete() {
     if (status != rdSuccess && error.empty()) {
       std::string detail = rdGetLastError();
       error = std::string(rdGetErrorString(status)) + (detail.empty() ? "" : ": " + detail);
+      // A receive cancelled by its wait's timeout is no failure of the group.
+      if (failures_ && status != rdAborted) failures_->record(status);
     }
   }
   if (!error.empty()) {
@@ -117,7 +120,7 @@ void LibreduceWork::complete() {
   finishWith(nullptr);
 }
 
-void LibreduceWork::finishWith(std::exception_ptr error) {
+void LibreduceWork::finishWith(const std::exception_ptr& error) {
   keep_alive_.clear();
   on_success_ = nullptr;
   // The future first (its callbacks run here), then the work: whoever wait()ed on the work
@@ -167,7 +170,7 @@ CompletionThreads::~CompletionThreads() {
   }
 }
 
-void CompletionThreads::enqueue(c10::intrusive_ptr<LibreduceWork> work) {
+void CompletionThreads::enqueue(const c10::intrusive_ptr<LibreduceWork>& work) {
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->queue.push_back(work);

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "group_failures.h"
 #include "libreduce/reduce.h"
 
 namespace rd::torch_backend {
@@ -29,10 +30,16 @@ namespace rd::torch_backend {
  */
 class LibreduceWork : public c10d::Work {
  public:
-  /** @p error: why a request of the operation could not even be posted ("" if all were). */
+  /**
+   * @p error: why a request of the operation could not even be posted ("" if all were);
+   * @p failures: the group's, told of a failed request (null: nobody). The library fails only
+   * the operations that needed a lost ring neighbour, not the communicator: this is how the
+   * group's getError() learns of them.
+   */
   LibreduceWork(int rank, c10d::OpType type, std::string name, std::vector<rdRequest_t> requests,
                 std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep_alive,
-                std::function<void()> on_success, std::string error = "");
+                std::function<void()> on_success, std::string error = "",
+                std::shared_ptr<GroupFailures> failures = nullptr);
   /** A work that failed before it could start (the communicator had already failed). */
   LibreduceWork(int rank, c10d::OpType type, std::string name, const std::string& error);
   ~LibreduceWork() override;
@@ -58,7 +65,7 @@ class LibreduceWork : public c10d::Work {
   bool cancelReceives();
 
  private:
-  void finishWith(std::exception_ptr error);
+  void finishWith(const std::exception_ptr& error);
 
   std::string name_;
   std::vector<rdRequest_t> requests_;
@@ -67,6 +74,7 @@ class LibreduceWork : public c10d::Work {
   std::vector<at::Tensor> outputs_;
   std::vector<at::Tensor> keep_alive_;
   std::function<void()> on_success_;
+  std::shared_ptr<GroupFailures> failures_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
@@ -91,7 +99,7 @@ class CompletionThreads {
   CompletionThreads(const CompletionThreads&) = delete;
   CompletionThreads& operator=(const CompletionThreads&) = delete;
 
-  void enqueue(c10::intrusive_ptr<LibreduceWork> work);
+  void enqueue(const c10::intrusive_ptr<LibreduceWork>& work);
 
   /** Shared by the threads, the owner and request callbacks, which may outlive the owner. */
   struct State {

@@ -1,6 +1,6 @@
 """Markdown report of distributed_suite.py runs side by side (the first is the reference):
 
-    /usr/bin/python3 tests/python/torch_suite/compare.py gloo=G.json rs=R.json ring=N.json
+    python3 tests/python/torch_suite/compare.py gloo=G.json rs=R.json ring=N.json
 
 Counts per run, then every test that passes with the reference and not with another run,
 with that run's outcome and reason, and the tests that pass only with the other runs.

@@ -1,14 +1,21 @@
 """PyTorch's own distributed test suite (torch.testing._internal.distributed.distributed_test,
 the class test/distributed/test_distributed_spawn.py runs per backend), for any backend.
 
-    /usr/bin/python3 tests/python/torch_suite/distributed_suite.py --backend libreduce \
+    python tests/python/torch_suite/distributed_suite.py --backend libreduce \
         --reducers 2 --world-size 3 [--start-method fork] [-k PATTERN ... | --names FILE] \
         [--json OUT]
 
---backend libreduce imports libreduce.torch (from LIBREDUCE_BUILD_DIR/python, default build/)
-and, with --reducers N, starts N reduce-server processes on loopback for the whole run; with
---reducers 0 each group runs the ring. Every test spawns --world-size processes, as torch's
-runner does. --json writes {test: "passed" | "failed" | "skipped" | "error"} plus messages.
+Run with the interpreter of an environment that has torch 2.x and expecttest (the project's:
+scripts/python_env.sh). --backend libreduce imports libreduce.torch (from
+LIBREDUCE_BUILD_DIR/python, default build/) and, with --reducers N, starts N reduce-server
+processes on loopback for the whole run; with --reducers 0 each group runs the ring. Every test
+spawns --world-size processes, as torch's runner does. --json writes {test: "passed" |
+"failed" | "skipped" | "error"} plus messages.
+
+An out-of-tree backend says what it implements in the suite's DistTestCases tables before the
+suite is imported (as torch's own plugin backends do): libreduce is a plugin that supports
+subgroups and DDP on CPU tensors (FEATURES). What stays gated to other backends by name is
+listed in torch_suite/README.md.
 """
 
 import argparse
@@ -28,11 +35,15 @@ BUILD = pathlib.Path(os.environ.get("LIBREDUCE_BUILD_DIR", ROOT / "build")).reso
 
 # The suite reads its configuration from the environment at import, in the spawned ranks too
 # (they re-import this module): main() sets it before anything imports torch's test modules.
-sys.path.insert(0, str(HERE))  # the expecttest stand-in
 sys.path.insert(0, str(BUILD / "python"))
+# The suite's tables of what a backend implements that libreduce does (see the docstring).
+FEATURES = ("plugin", "subgroup", "ddp")
 
 if os.environ.get("BACKEND") == "libreduce":
     import libreduce.torch  # noqa: F401,E402  (registers the backend in every rank)
+    from torch.testing._internal.common_distributed import DistTestCases  # noqa: E402
+    for feature in FEATURES:
+        DistTestCases.backend_feature[feature].add("libreduce")
 
 if "BACKEND" in os.environ:
     from torch.testing._internal.distributed.distributed_test import (  # noqa: E402
