@@ -24,6 +24,11 @@ bool isLoopback(const std::string& ipv4) {
   return ipv4.rfind("127.", 0) == 0;
 }
 
+// Whether @p host names loopback as written (not a name that happens to resolve to it here).
+bool namesLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || isLoopback(host);
+}
+
 // The interface that holds the IPv4 default route (/proc/net/route: destination 00000000),
 // "" if none.
 std::string defaultRouteInterface() {
@@ -94,7 +99,11 @@ std::string routableHost(const std::string& peer) {
   if (!configured.empty()) return configured;
   const char* master = std::getenv("MASTER_ADDR");
   for (const std::string& toward : {peer, std::string(master != nullptr ? master : "")}) {
-    if (!toward.empty()) return localAddressToward(toward + ":9");
+    if (toward.empty()) continue;
+    std::string local = localAddressToward(toward + ":9");
+    // A loopback peer means one host. A host name that resolves to loopback here is this
+    // host's own name in Debian's /etc/hosts: the others reach it at a real address.
+    if (!isLoopback(local) || namesLoopback(toward)) return local;
   }
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) == 0) {

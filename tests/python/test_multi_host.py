@@ -6,7 +6,9 @@ seconds and fails by LIBREDUCE_CONNECT_TIMEOUT_MS naming the address, not after 
 timeout."""
 
 import os
+import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -141,3 +143,30 @@ def test_torch_join_that_cannot_connect_fails_by_the_connect_deadline(tmp_path, 
     assert rank1.returncode != 0, out
     assert took < 60, "failed after %.1f s:\n%s" % (took, out)
     assert re.search(r"cannot connect to rendezvous 127\.0\.0\.1:\d+ within 6000 ms", out), out
+
+
+@pytest.mark.skipif(not has_torch_backend(), reason="built without torch")
+def test_master_addr_naming_rank_0s_host_that_resolves_to_loopback_there(hosts):
+    """Debian's and Ubuntu's /etc/hosts: on rank 0's host its own name resolves to 127.0.1.1,
+    while the other hosts resolve it to its real address (each namespace gets its own hosts file
+    through `ip netns exec`). MASTER_ADDR is that name."""
+    name = "rdmaster-" + uuid.uuid4().hex[:6]
+    master = hosts[0].addr.split("/")[0]
+    dirs = [pathlib.Path("/etc/netns") / host.netns for host in hosts]
+    try:
+        for i, d in enumerate(dirs):
+            d.mkdir(parents=True)
+            (d / "hosts").write_text("127.0.0.1 localhost\n%s %s\n"
+                                     % ("127.0.1.1" if i == 0 else master, name))
+        common = {"MASTER_ADDR": name, "MASTER_PORT": "29612",
+                  "PYTHONPATH": str(BUILD / "python"), "RD_GROUP_TIMEOUT_S": "60",
+                  "LIBREDUCE_CONNECT_TIMEOUT_MS": "10000"}
+        argv = [sys.executable, str(WORKERS / "torch_hosts_worker.py")]
+        procs = [start_on(host, argv, host_env(rank, 2, common))
+                 for rank, host in enumerate(hosts)]
+        outs = [p.communicate(timeout=120)[0] for p in procs]
+    finally:
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
+    for rank, (p, out) in enumerate(zip(procs, outs)):
+        assert p.returncode == 0 and "HOSTS OK" in out, "rank %d:\n%s" % (rank, out)

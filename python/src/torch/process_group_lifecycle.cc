@@ -43,15 +43,16 @@ rdUniqueId exchangeUniqueId(const c10::intrusive_ptr<c10d::Store>& store, int ra
   if (rank == 0) {
     rdResult_t status = rdGetUniqueIdToward(storeHost(store).c_str(), &id);
     if (status == rdSuccess) status = rdUniqueIdStripSecret(&id);
-    TORCH_CHECK(status == rdSuccess, "libreduce: rank 0 could not create the communicator: ",
-                lastError(status));
+    TORCH_CHECK(status == rdSuccess,
+                "libreduce: rank 0 could not create the communicator: ", lastError(status));
     const auto* bytes = reinterpret_cast<const uint8_t*>(id.internal);
     store->set(kUniqueIdKey, std::vector<uint8_t>(bytes, bytes + sizeof id.internal));
     return id;
   }
   std::vector<uint8_t> bytes = store->get(kUniqueIdKey);
-  TORCH_CHECK_VALUE(bytes.size() <= sizeof id.internal, "libreduce: the unique id in the store has ",
-                    bytes.size(), " bytes, more than an id holds");
+  TORCH_CHECK_VALUE(bytes.size() <= sizeof id.internal,
+                    "libreduce: the unique id in the store has ", bytes.size(),
+                    " bytes, more than an id holds");
   std::memcpy(id.internal, bytes.data(), bytes.size());
   return id;
 }
@@ -65,9 +66,8 @@ c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupLibreduce::Options::clone
   return c10::make_intrusive<Options>(*this);
 }
 
-ProcessGroupLibreduce::ProcessGroupLibreduce(const c10::intrusive_ptr<c10d::Store>& store,
-                                             int rank, int size,
-                                             c10::intrusive_ptr<Options> options)
+ProcessGroupLibreduce::ProcessGroupLibreduce(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                             int size, c10::intrusive_ptr<Options> options)
     : c10d::Backend(rank, size),
       options_(std::move(options)),
       barrier_tokens_(static_cast<size_t>(size)) {
