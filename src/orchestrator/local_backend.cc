@@ -177,11 +177,18 @@ bool LocalJob::launch(Replica& r) {
     req.argv = podmanRunArgv(pool.container, c);
   } else {
     if (r.id.pool == PoolKind::kReducers && pool.command.empty()) {
-      // A replacement listens where the reducer it replaces did: the ranks connect there.
+      // A replacement listens where the reducer it replaces did: the ranks connect there. On
+      // 127.0.0.1 that is a port below the ephemeral range: once the reducer died, a rank that
+      // reconnects from an ephemeral port could be given its very port (a TCP self-connect)
+      // and hold it against the replacement.
       const std::string& known = layout_.addresses[static_cast<int>(r.id.pool)][r.id.index];
-      std::string listen = r.id.restarts > 0 && !known.empty()
-                               ? known
-                               : (host != nullptr ? host->address : "127.0.0.1") + ":0";
+      std::string listen = host != nullptr ? host->address + ":0" : "";
+      if (r.id.restarts > 0 && !known.empty()) {
+        listen = known;
+      } else if (host == nullptr) {
+        int port = reserveLocalPort(false, &reducer_ports_);
+        listen = "127.0.0.1:" + std::to_string(port);  // 0: none free below, the kernel picks
+      }
       req.argv = {options_.reduce_server, "--listen",         listen, "--ready-file", r.ready_file,
                   "--secret-file",        layout_.secret_file};
     } else {

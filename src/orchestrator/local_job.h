@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,6 +84,8 @@ class LocalJob {
   sigset_t old_mask_{};
 
   std::vector<Replica> replicas_;
+  // Ports handed to built-in reducers on 127.0.0.1 (each probe socket is closed at once).
+  std::set<int> reducer_ports_;
   std::vector<FailoverRecord> failovers_;
   std::vector<pid_t> lingering_;  // groups of stopped replicas whose leader already ended
   // Ranks' failures not yet acted on (name, cause), and when they are.

@@ -1,11 +1,15 @@
 #include "cluster.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -22,6 +26,34 @@ namespace rd::test {
 namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+
+// The lowest port the kernel hands out for outgoing connections.
+int ephemeralLow() {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 32768;
+  range >> low;
+  return low;
+}
+
+// A listen address on a random free port below the ephemeral range. A reducer that may be
+// replaced at its address needs one: once it dies, a rank that reconnects to its port from an
+// ephemeral port can be given that very port as its source (a TCP self-connect), and holds it.
+std::string freeListenAddress() {
+  static std::mt19937 rng(std::random_device{}());
+  const int low = ephemeralLow();
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    int port = std::uniform_int_distribution<int>(10000, std::max(10001, low - 1))(rng);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    close(fd);
+    if (free) return "127.0.0.1:" + std::to_string(port);
+  }
+  return "127.0.0.1:0";
+}
 }  // namespace
 
 Cluster::Cluster() {
@@ -97,11 +129,15 @@ void Cluster::pump(milliseconds max_wait) {
 }
 
 Reducer Cluster::startReducer(const std::string& listen, const std::vector<std::string>& flags,
-                              const std::map<std::string, std::string>& env) {
+                              const std::map<std::string, std::string>& env, bool retry_in_use) {
   std::vector<std::string> argv = {RD_REDUCE_SERVER_BIN, "--listen", listen};
   argv.insert(argv.end(), flags.begin(), flags.end());
   Process* p = spawn(argv, env);
-  EXPECT_TRUE(waitForOutput(p, "LIBREDUCE_REDUCER_READY", milliseconds(20000))) << p->output;
+  bool ready = waitForOutput(p, "LIBREDUCE_REDUCER_READY", milliseconds(20000));
+  if (!ready && retry_in_use && p->output.find("Address already in use") != std::string::npos) {
+    return {p, ""};  // taken meanwhile (a lane's port, say): the caller tries another
+  }
+  EXPECT_TRUE(ready) << p->output;
   size_t at = p->output.find("address=");
   std::string address;
   if (at != std::string::npos) {
@@ -114,7 +150,13 @@ Reducer Cluster::startReducer(const std::string& listen, const std::vector<std::
 std::vector<Reducer> Cluster::startReducers(int n, const std::vector<std::string>& flags,
                                             const std::map<std::string, std::string>& env) {
   std::vector<Reducer> out;
-  for (int i = 0; i < n; ++i) out.push_back(startReducer("127.0.0.1:0", flags, env));
+  for (int i = 0; i < n; ++i) {
+    Reducer r;
+    for (int attempt = 0; attempt < 5 && r.address.empty(); ++attempt) {
+      r = startReducer(freeListenAddress(), flags, env, attempt < 4);
+    }
+    out.push_back(r);
+  }
   return out;
 }
 

@@ -85,9 +85,10 @@ class Cluster {
   const std::string& dir() const { return dir_; }
 
  private:
-  // Starts one reducer listening on @p listen ("host:port") and waits until it is ready.
+  // Starts one reducer listening on @p listen ("host:port") and waits until it is ready. With
+  // @p retry_in_use, a port found taken gives a reducer without an address instead of a failure.
   Reducer startReducer(const std::string& listen, const std::vector<std::string>& flags,
-                       const std::map<std::string, std::string>& env);
+                       const std::map<std::string, std::string>& env, bool retry_in_use = false);
   Process* spawn(const std::vector<std::string>& argv,
                  const std::map<std::string, std::string>& env);
   void pump(std::chrono::milliseconds max_wait);  // reads output, reaps exits
