@@ -36,7 +36,9 @@ venv_ensure() {
   echo "setup: installing $requirements into $dir"
   local start=$SECONDS
   # --no-input: never wait on a prompt; the log says which package failed.
-  "$dir/bin/python" -m pip install --no-input --disable-pip-version-check -q -r "$requirements"
+  # --use-pep517: cloudml-hypertune is an sdist; it is built as a wheel, as pip will require.
+  "$dir/bin/python" -m pip install --no-input --disable-pip-version-check --use-pep517 -q \
+    -r "$requirements"
   echo "$want" >"$stamp"
   echo "setup: $dir ready in $((SECONDS - start)) s"
 }
