@@ -196,6 +196,18 @@ def run_or_show_stacks(argv, timeout, **kwargs):
                     % (argv[:4], timeout, out, "\n".join(stacks)))
 
 
+def run_scenario(reducers, script, ranks, reducer_count, args, marker, timeout=150, extra=None):
+    """@p ranks ranks of @p script (in tests/python/workers) with @p args, through
+    @p reducer_count reducers started from the fixture (0: the ring); every rank must exit 0
+    and print @p marker. Returns [(rc, output)]."""
+    addresses = reducers.start(reducer_count) if reducer_count else None
+    results = run_ranks(script, ranks, args, reducers=addresses, secret_file=reducers.secret_file,
+                        timeout=timeout, extra=extra)
+    assert_all_ok(results)
+    assert all(marker in out for _, out in results), results
+    return results
+
+
 def assert_all_ok(results):
     for rank, (rc, out) in enumerate(results):
         assert rc == 0, "rank %d exited %d:\n%s" % (rank, rc, out)

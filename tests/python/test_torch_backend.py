@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import assert_all_ok, has_torch_backend, run_ranks
+from conftest import assert_all_ok, has_torch_backend, run_ranks, run_scenario
 
 pytestmark = pytest.mark.skipif(not has_torch_backend(), reason="built without torch")
 
@@ -82,30 +82,19 @@ def test_pg_options_are_libreduces_own():
 @pytest.mark.torch_compat
 @pytest.mark.parametrize("ranks, reducer_count", [(4, 2), (4, 0)], ids=["reducers", "ring"])
 def test_groups_options_split_and_coalescing(reducers, ranks, reducer_count):
-    addresses = reducers.start(reducer_count) if reducer_count else None
-    results = run_ranks("torch_groups_worker.py", ranks, ["groups"], reducers=addresses,
-                        secret_file=reducers.secret_file, timeout=150)
-    assert_all_ok(results)
-    assert all("GROUPS OK" in out for _, out in results), results
+    run_scenario(reducers, "torch_groups_worker.py", ranks, reducer_count, ["groups"], "GROUPS OK")
 
 
 @pytest.mark.torch_compat
 @pytest.mark.parametrize("ranks, reducer_count", [(1, 1), (1, 0), (3, 2), (3, 0)])
 def test_every_collective_through_the_dispatcher(tmp_path, reducers, ranks, reducer_count):
-    addresses = reducers.start(reducer_count) if reducer_count else None
-    results = run_ranks("torch_groups_worker.py", ranks, ["dispatched"], reducers=addresses,
-                        secret_file=reducers.secret_file, timeout=90,
-                        extra={"RD_STORE_FILE": str(tmp_path / "store")})
-    assert_all_ok(results)
-    assert all("DISPATCHED OK" in out for _, out in results), results
+    run_scenario(reducers, "torch_groups_worker.py", ranks, reducer_count, ["dispatched"],
+                 "DISPATCHED OK", extra={"RD_STORE_FILE": str(tmp_path / "store")})
 
 
 @pytest.mark.torch_compat
 def test_cpu_gloo_cuda_libreduce_routes_by_device(reducers):
-    results = run_ranks("torch_groups_worker.py", 2, ["mixed"], reducers=reducers.start(1),
-                        secret_file=reducers.secret_file, timeout=90)
-    assert_all_ok(results)
-    assert all("MIXED OK" in out for _, out in results), results
+    run_scenario(reducers, "torch_groups_worker.py", 2, 1, ["mixed"], "MIXED OK")
 
 
 @pytest.mark.torch_compat
