@@ -126,11 +126,12 @@ class Comparison {
   }
 
   bool verify(Backend& system, size_t count, rdDataType_t d, rdRedOp_t op, long* wrong) {
-    fillExact(send_.data(), count, lineup_.rank(), 0, d, op);
+    const uint64_t salt = opSalt(0, checks_++);  // each check its own data
+    fillExact(send_.data(), count, lineup_.rank(), 0, d, op, salt);
     std::memset(recv_.data(), 0xa5, count * rdDataTypeSize(d));  // a call that writes nothing fails
     if (!call(system, count, d, op)) return false;
-    size_t mine =
-        countWrongReduction(recv_.data(), count, 0, lineup_.nranks(), d, op, system.precision(d));
+    size_t mine = countWrongReduction(recv_.data(), count, 0, lineup_.nranks(), d, op,
+                                      system.precision(d), salt);
     *wrong = static_cast<long>(lineup_.combine(static_cast<double>(mine), 0));
     return true;
   }
@@ -229,6 +230,7 @@ class Comparison {
   const Options& o_;
   int rounds_;
   std::vector<char> send_, recv_;
+  uint64_t checks_ = 0;  // verified calls so far: the next one's salt
   std::vector<CompareRow> rows_;
   long wrong_total_ = 0;
 };

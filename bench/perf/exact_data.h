@@ -6,24 +6,16 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "libreduce/reduce.h"
+#include "perf/exact_values.h"
 
 namespace rd::perf {
 
-bool isFloat(rdDataType_t d);
-
-/** Element @p i of @p rank's exact input for @p op. */
-double exactValue(int rank, size_t i, rdDataType_t d, rdRedOp_t op);
-
-/** Stores / loads element @p i of a buffer of dtype @p d (values exactly representable). */
-void store(void* buf, size_t i, double v, rdDataType_t d);
-double load(const void* buf, size_t i, rdDataType_t d);
-
 /**
- * Fills @p count elements of @p buf with @p rank's exact input, element indices starting at
- * @p first (so a rank's slice of a larger logical buffer gets the same values).
+ * Fills @p count elements of @p buf with @p rank's exact input under @p salt, element indices
+ * starting at @p first (so a rank's slice of a larger logical buffer gets the same values).
  */
-void fillExact(void* buf, size_t count, int rank, size_t first, rdDataType_t d, rdRedOp_t op);
+void fillExact(void* buf, size_t count, int rank, size_t first, rdDataType_t d, rdRedOp_t op,
+               uint64_t salt = 0);
 
 /**
  * Counts elements of @p got (elements first .. first+count of the logical buffer) that differ
@@ -33,10 +25,11 @@ void fillExact(void* buf, size_t count, int rank, size_t first, rdDataType_t d, 
  * buffers.
  */
 size_t countWrongReduction(const void* got, size_t count, size_t first, int nranks, rdDataType_t d,
-                           rdRedOp_t op, rdDataType_t precision = rdNumDataTypes);
+                           rdRedOp_t op, rdDataType_t precision = rdNumDataTypes,
+                           uint64_t salt = 0);
 
 /** Counts elements of @p got that differ from @p rank's exact input (all-gather, broadcast). */
 size_t countWrongCopy(const void* got, size_t count, int rank, size_t first, rdDataType_t d,
-                      rdRedOp_t op);
+                      rdRedOp_t op, uint64_t salt = 0);
 
 }  // namespace rd::perf

@@ -82,7 +82,7 @@ void place(Coll c, size_t count, size_t esize, int rank, int n, bool in_place, B
 // Fresh exact inputs for one checked call; an out-of-place output is poisoned first so that a
 // call that writes nothing cannot pass.
 void fillInputs(Coll c, const Buffers& bufs, size_t count, int rank, int n, int root,
-                rdDataType_t d, rdRedOp_t op, bool in_place) {
+                rdDataType_t d, rdRedOp_t op, bool in_place, uint64_t salt) {
   auto* send = const_cast<void*>(bufs.send);
   const size_t share = count / n;
   const size_t esize = rdDataTypeSize(d);
@@ -91,34 +91,34 @@ void fillInputs(Coll c, const Buffers& bufs, size_t count, int rank, int n, int 
     std::memset(bufs.recv, 0xa5, out * esize);
   }
   if (c == Coll::kAllGather) {
-    fillExact(send, share, rank, rank * share, d, op);
+    fillExact(send, share, rank, rank * share, d, op, salt);
   } else if (c == Coll::kBroadcast && rank != root) {
     std::memset(send, 0, count * esize);  // only the root's data may arrive
   } else {
-    fillExact(send, count, rank, 0, d, op);
+    fillExact(send, count, rank, 0, d, op, salt);
   }
 }
 
 long countWrong(Coll c, const Buffers& bufs, size_t count, int rank, int n, int root,
-                rdDataType_t d, rdRedOp_t op, rdDataType_t precision) {
+                rdDataType_t d, rdRedOp_t op, rdDataType_t precision, uint64_t salt) {
   const size_t share = count / n;
   const size_t esize = rdDataTypeSize(d);
   switch (c) {
     case Coll::kAllReduce:
-      return static_cast<long>(countWrongReduction(bufs.recv, count, 0, n, d, op, precision));
+      return static_cast<long>(countWrongReduction(bufs.recv, count, 0, n, d, op, precision, salt));
     case Coll::kReduceScatter:
       return static_cast<long>(
-          countWrongReduction(bufs.recv, share, rank * share, n, d, op, precision));
+          countWrongReduction(bufs.recv, share, rank * share, n, d, op, precision, salt));
     case Coll::kAllGather: {
       long wrong = 0;
       for (int r = 0; r < n; ++r) {
         const char* part = static_cast<const char*>(bufs.recv) + r * share * esize;
-        wrong += static_cast<long>(countWrongCopy(part, share, r, r * share, d, op));
+        wrong += static_cast<long>(countWrongCopy(part, share, r, r * share, d, op, salt));
       }
       return wrong;
     }
     case Coll::kBroadcast:
-      return static_cast<long>(countWrongCopy(bufs.recv, count, root, 0, d, op));
+      return static_cast<long>(countWrongCopy(bufs.recv, count, root, 0, d, op, salt));
   }
   return 0;
 }
@@ -186,10 +186,12 @@ class Sweep {
       p.busbw = p.algbw * busFactor(o_.coll, n);
       p.wrong = -1;
       if (o_.check != 0) {
-        fillInputs(o_.coll, bufs_, count, be_.rank(), n, o_.root, d, op, in_place != 0);
+        // Each check its own data: a result left from a timed call or an earlier check is wrong.
+        const uint64_t salt = opSalt(0, checks_++);
+        fillInputs(o_.coll, bufs_, count, be_.rank(), n, o_.root, d, op, in_place != 0, salt);
         if (!call(d, op, &error)) return fail(error);
-        long mine =
-            countWrong(o_.coll, bufs_, count, be_.rank(), n, o_.root, d, op, be_.precision(d));
+        long mine = countWrong(o_.coll, bufs_, count, be_.rank(), n, o_.root, d, op,
+                               be_.precision(d), salt);
         p.wrong = static_cast<long>(be_.combine(static_cast<double>(mine), 0));
         wrong_total_ += p.wrong;
       }
@@ -302,6 +304,7 @@ class Sweep {
   Buffers bufs_;
   std::vector<Row> rows_;
   long wrong_total_ = 0;
+  uint64_t checks_ = 0;  // checked calls so far: the next one's salt
 };
 
 bool envInt(const char* name, int* out) {

@@ -33,7 +33,7 @@ struct Options {
   int iters = 1;
   int hang_after = -1;  // fault injection: stop calling after this many operations
   bool print_hash = false;
-  bool constant = false;    // every element = rank + 1 (cheap check for huge buffers)
+  bool constant = false;    // every element = rank + 1 + a shift per operation (huge buffers)
   int abort_after_ms = -1;  // post one all-reduce, abort after this long, time abort + destroy
   // NCCL-style init: rank 0 makes a unique id for these reducers and writes it to id_file;
   // every rank joins with it (LIBREDUCE_REDUCERS is not read).
@@ -96,24 +96,32 @@ using rd::perf::isFloat;
 using rd::perf::load;
 using rd::perf::store;
 
-// A value uniform in [-1, 1) for each @p key (splitmix64's finalizer): several times cheaper
-// than a generator per buffer, which dominated the multi-megabyte random checks.
+// A value uniform in [-1, 1) for each @p key (a hash): several times cheaper than a generator
+// per buffer, which dominated the multi-megabyte random checks.
 double uniformAt(uint64_t key) {
-  uint64_t z = key + 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return static_cast<double>(z >> 11) * 0x1.0p-52 - 1.0;
+  return static_cast<double>(rd::perf::mix(key) >> 11) * 0x1.0p-52 - 1.0;
 }
 
+// @p rank's input of the operation numbered @p seq: random floats, or exact data under the
+// operation's salt (@p exact_salt).
 void fill(std::vector<char>* buf, int rank, size_t count, rdDataType_t d, rdRedOp_t op, bool random,
-          uint64_t salt) {
+          uint64_t seq, uint64_t exact_salt) {
   buf->assign(count * rdDataTypeSize(d) + 1, 0);
-  const uint64_t seed = (salt * 1000003 + static_cast<uint64_t>(rank)) << 32;
+  const uint64_t seed = (seq * 1000003 + static_cast<uint64_t>(rank)) << 32;
   for (size_t i = 0; i < count; ++i) {
-    store(buf->data(), i, random && isFloat(d) ? uniformAt(seed + i) : exactValue(rank, i, d, op),
-          d);
+    store(buf->data(), i,
+          random && isFloat(d) ? uniformAt(seed + i) : exactValue(rank, i, d, op, exact_salt), d);
   }
+}
+
+// What every rank of a communicator agrees on to salt its data: its id, when it has one.
+uint64_t commSalt() {
+  const char* id = std::getenv("LIBREDUCE_COMM_ID");
+  uint64_t h = 1469598103934665603ull;
+  for (const char* c = id != nullptr ? id : ""; *c != '\0'; ++c) {
+    h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+  }
+  return h;
 }
 
 struct Check {
@@ -133,7 +141,10 @@ struct Check {
             .count());
     return st;
   }
-  uint64_t salt = 0;
+  uint64_t salt = 0;  // operations run so far (the current one's number)
+  const uint64_t comm_salt = commSalt();
+  // The current operation's exact-data salt: no two consecutive operations have the same data.
+  uint64_t exactSalt() const { return rd::perf::opSalt(comm_salt, salt); }
 
   void apiError(rdResult_t st, const char* what) {
     std::printf("worker %d: error: %s: %s: %s\n", rank, what, rdGetErrorString(st),
@@ -230,29 +241,36 @@ struct Check {
   ExactKey last_exact;
   std::vector<char> last_exact_want;
 
-  // Reduction of every rank's input (regenerated here), in rank order like the kernels.
-  const std::vector<char>& expectedReduction(size_t count, rdDataType_t d, rdRedOp_t op) {
+  // Reduction of every rank's input of the current operation (regenerated here), in rank order
+  // like the kernels: @p count elements from the pointer on. Salted exact data are the unsalted
+  // data further along, so the unsalted reduction of kSaltSpan more elements serves every
+  // operation of a kind and is computed once.
+  const char* expectedReduction(size_t count, rdDataType_t d, rdRedOp_t op) {
     const bool exact = !(o.random && isFloat(d));
-    if (exact && last_exact == ExactKey{count, d, op}) return last_exact_want;
+    const size_t span = exact ? count + rd::perf::kSaltSpan : count;
+    const size_t offset = exact ? exactSalt() * rdDataTypeSize(d) : 0;
+    if (exact && last_exact == ExactKey{count, d, op}) return last_exact_want.data() + offset;
     std::vector<std::vector<char>> inputs(nranks);
     std::vector<const void*> srcs;
     for (int r = 0; r < nranks; ++r) {
-      fill(&inputs[r], r, count, d, op, o.random, salt);
+      fill(&inputs[r], r, span, d, op, o.random, salt, 0);
       srcs.push_back(inputs[r].data());
     }
     last_exact = exact ? ExactKey{count, d, op} : ExactKey{};
-    last_exact_want.assign(count * rdDataTypeSize(d) + 1, 0);
-    rdResult_t st = rdLocalReduce(srcs.data(), nranks, last_exact_want.data(), count, d, op);
+    last_exact_want.assign(span * rdDataTypeSize(d) + 1, 0);
+    rdResult_t st = rdLocalReduce(srcs.data(), nranks, last_exact_want.data(), span, d, op);
     if (st != rdSuccess) apiError(st, "rdLocalReduce");
-    return last_exact_want;
+    return last_exact_want.data() + offset;
   }
 
-  // Huge buffers: inputs rank + 1 everywhere, so the sum is known without regenerating inputs.
+  // Huge buffers: inputs rank + 1 + the operation's shift everywhere, so the sum is known without
+  // regenerating inputs and still differs from the operation before's.
   void runConstant(size_t count) {
-    std::vector<float> buf(count, static_cast<float>(rank + 1));
+    const int shift = static_cast<int>(++salt % 7);
+    std::vector<float> buf(count, static_cast<float>(rank + 1 + shift));
     rdResult_t st = rdAllReduce(buf.data(), buf.data(), count, rdFloat32, rdSum, comm);
     if (st != rdSuccess) apiError(st, "rdAllReduce");
-    const float want = static_cast<float>(nranks * (nranks + 1) / 2);
+    const auto want = static_cast<float>(nranks * (nranks + 1) / 2 + nranks * shift);
     size_t wrong = 0;
     for (float v : buf) wrong += v != want ? 1 : 0;
     report("allreduce-constant", rdFloat32, rdSum, count, true, wrong);
@@ -285,7 +303,8 @@ struct Check {
     ++salt;
     size_t esize = rdDataTypeSize(d);
     std::vector<char> mine;
-    fill(&mine, rank, coll == "reducescatter" ? count * nranks : count, d, op, o.random, salt);
+    fill(&mine, rank, coll == "reducescatter" ? count * nranks : count, d, op, o.random, salt,
+         exactSalt());
     rdResult_t st = rdSuccess;
     if (coll == "allreduce") {
       std::vector<char> out(mine.size());
@@ -294,15 +313,15 @@ struct Check {
       if (st != rdSuccess) apiError(st, "rdAllReduce");
       mix(dst, count * esize);
       report("allreduce", d, op, count, in_place,
-             compare(dst, expectedReduction(count, d, op).data(), count, d, op));
+             compare(dst, expectedReduction(count, d, op), count, d, op));
     } else if (coll == "reducescatter") {
       std::vector<char> out(count * esize + 1);
       void* dst = in_place ? mine.data() + static_cast<size_t>(rank) * count * esize : out.data();
       st = timed([&] { return rdReduceScatter(mine.data(), dst, count, d, op, comm); });
       if (st != rdSuccess) apiError(st, "rdReduceScatter");
-      const auto& want = expectedReduction(count * nranks, d, op);
+      const char* want = expectedReduction(count * nranks, d, op);
       report("reducescatter", d, op, count, in_place,
-             compare(dst, want.data() + static_cast<size_t>(rank) * count * esize, count, d, op));
+             compare(dst, want + static_cast<size_t>(rank) * count * esize, count, d, op));
     } else if (coll == "allgather") {
       std::vector<char> out(count * nranks * esize + 1);
       const void* src = mine.data();
@@ -316,7 +335,7 @@ struct Check {
       size_t wrong = 0;
       for (int r = 0; r < nranks; ++r) {
         std::vector<char> theirs;
-        fill(&theirs, r, count, d, op, o.random, salt);
+        fill(&theirs, r, count, d, op, o.random, salt, exactSalt());
         wrong += compare(out.data() + static_cast<size_t>(r) * count * esize, theirs.data(), count,
                          d, rdMax);
       }
@@ -328,7 +347,7 @@ struct Check {
       st = timed([&] { return rdBroadcast(mine.data(), dst, count, d, root, comm); });
       if (st != rdSuccess) apiError(st, "rdBroadcast");
       std::vector<char> theirs;
-      fill(&theirs, root, count, d, op, o.random, salt);
+      fill(&theirs, root, count, d, op, o.random, salt, exactSalt());
       report("broadcast", d, op, count, in_place, compare(dst, theirs.data(), count, d, rdMax));
     } else if (coll == "barrier") {
       st = timed([&] { return rdBarrier(comm); });

@@ -125,7 +125,9 @@ World::Posted World::start(Collective coll, size_t count, rdDataType_t dtype, rd
                            const std::function<void(int, coll::OpDesc*)>& per_rank) {
   const int n = options_.ranks;
   const size_t esize = dtypeSize(dtype);
-  Posted p{coll, dtype, op, salt_++ % n, {}, {}, {}, {}};
+  const int seq = salt_++;
+  Posted p{coll, dtype, op, seq % n, perf::opSalt(comm_id_, static_cast<uint64_t>(seq)),
+           {},   {},    {}, {}};
   p.descs.resize(n);
   p.requests.resize(n);
   p.outcomes.resize(n);
@@ -135,8 +137,8 @@ World::Posted World::start(Collective coll, size_t count, rdDataType_t dtype, rd
     size_t recv_elems = coll == Collective::kAllGather ? count * n : count;
     b->send.assign(send_elems * esize + 1, 0);
     b->recv.assign(recv_elems * esize + 1, 0);
-    int source = coll == Collective::kBroadcast ? p.root : r;
-    perf::fillExact(b->send.data(), send_elems, source, 0, dtype, op);
+    // Every rank its own data, a broadcast's too: only the root's may arrive.
+    perf::fillExact(b->send.data(), send_elems, r, 0, dtype, op, p.salt);
     coll::OpDesc& d = p.descs[r];
     d.coll = coll;
     d.send = coll == Collective::kBarrier ? nullptr : b->send.data();
@@ -178,18 +180,20 @@ Outcome World::finish(Posted& p, int r, Clock::time_point deadline) {
   const rdDataType_t precision = p.dtype == rdFloat32 ? options_.wire_dtype : p.dtype;
   switch (p.coll) {
     case Collective::kAllReduce:
-      out.wrong = perf::countWrongReduction(got, d.count, 0, n, p.dtype, p.op, precision);
+      out.wrong = perf::countWrongReduction(got, d.count, 0, n, p.dtype, p.op, precision, p.salt);
       break;
     case Collective::kReduceScatter:
-      out.wrong = perf::countWrongReduction(got, d.count, r * d.count, n, p.dtype, p.op, precision);
+      out.wrong =
+          perf::countWrongReduction(got, d.count, r * d.count, n, p.dtype, p.op, precision, p.salt);
       break;
     case Collective::kAllGather:
       for (int q = 0; q < n; ++q) {
-        out.wrong += perf::countWrongCopy(got + q * d.count * esize, d.count, q, 0, p.dtype, p.op);
+        out.wrong +=
+            perf::countWrongCopy(got + q * d.count * esize, d.count, q, 0, p.dtype, p.op, p.salt);
       }
       break;
     case Collective::kBroadcast:
-      out.wrong = perf::countWrongCopy(got, d.count, p.root, 0, p.dtype, p.op);
+      out.wrong = perf::countWrongCopy(got, d.count, p.root, 0, p.dtype, p.op, p.salt);
       break;
     case Collective::kBarrier: break;
   }

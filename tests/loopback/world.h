@@ -74,6 +74,7 @@ class World {
     rdDataType_t dtype;
     rdRedOp_t op;
     int root;
+    uint64_t salt;  // perf::opSalt of the communicator and this operation: its data are its own
     std::vector<coll::OpDesc> descs;
     std::vector<std::shared_ptr<coll::Request>> requests;
     std::vector<std::shared_ptr<void>> buffers;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "harness.h"
+#include "perf/exact_values.h"
 
 namespace rd::test {
 
@@ -16,81 +17,32 @@ constexpr int kFloat32 = 7;
 constexpr int kUint8 = 1;
 const size_t kTypeSize[kNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
 
-uint16_t halfFromFloat(float f) {  // exact for the small integers the tests use
-  uint32_t bits = 0;
-  std::memcpy(&bits, &f, 4);
-  uint32_t sign = (bits >> 16) & 0x8000u;
-  int exp = static_cast<int>((bits >> 23) & 0xff);
-  if (exp == 0) return static_cast<uint16_t>(sign);
-  return static_cast<uint16_t>(sign | static_cast<uint32_t>(exp - 127 + 15) << 10 |
-                               ((bits >> 13) & 0x3ffu));
+// The exact data of the perf programs and tests (NCCL numbers dtypes and operators as libreduce
+// does): the inputs of operation number seq of this process are salted by it, so a result left
+// from an earlier operation, or a chunk's result at another offset, is wrong.
+uint64_t g_operations = 0;
+
+uint64_t nextSalt() {
+  return perf::opSalt(0, g_operations++);
 }
 
-float floatFromHalf(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits = exp == 0 ? sign : sign | (exp - 15 + 127) << 23 | mant << 13;
-  float f = 0;
-  std::memcpy(&f, &bits, 4);
-  return f;
+double input(int rank, int dtype, int op, size_t i, uint64_t salt) {
+  return perf::exactValue(rank, i, static_cast<rdDataType_t>(dtype), op == 1 ? rdProd : rdSum,
+                          salt);
 }
 
 void store(int dtype, void* buf, size_t i, double v) {
-  auto* p = static_cast<char*>(buf) + i * kTypeSize[dtype];
-  auto put = [p](auto x) { std::memcpy(p, &x, sizeof x); };
-  switch (dtype) {
-    case 0: put(static_cast<int8_t>(v)); break;
-    case 1: put(static_cast<uint8_t>(v)); break;
-    case 2: put(static_cast<int32_t>(v)); break;
-    case 3: put(static_cast<uint32_t>(v)); break;
-    case 4: put(static_cast<int64_t>(v)); break;
-    case 5: put(static_cast<uint64_t>(v)); break;
-    case 6: put(halfFromFloat(static_cast<float>(v))); break;
-    case 7: put(static_cast<float>(v)); break;
-    case 8: put(v); break;
-    default: {
-      float f = static_cast<float>(v);
-      uint32_t bits = 0;
-      std::memcpy(&bits, &f, 4);
-      put(static_cast<uint16_t>(bits >> 16));
-    }
-  }
+  perf::store(buf, i, v, static_cast<rdDataType_t>(dtype));
 }
 
 double load(int dtype, const void* buf, size_t i) {
-  const auto* p = static_cast<const char*>(buf) + i * kTypeSize[dtype];
-  auto get = [p](auto x) {
-    std::memcpy(&x, p, sizeof x);
-    return x;
-  };
-  switch (dtype) {
-    case 0: return get(int8_t{});
-    case 1: return get(uint8_t{});
-    case 2: return get(int32_t{});
-    case 3: return get(uint32_t{});
-    case 4: return static_cast<double>(get(int64_t{}));
-    case 5: return static_cast<double>(get(uint64_t{}));
-    case 6: return floatFromHalf(get(uint16_t{}));
-    case 7: return get(float{});
-    case 8: return get(double{});
-    default: {
-      uint32_t bits = static_cast<uint32_t>(get(uint16_t{})) << 16;
-      float f = 0;
-      std::memcpy(&f, &bits, 4);
-      return f;
-    }
-  }
+  return perf::load(buf, i, static_cast<rdDataType_t>(dtype));
 }
 
-double input(int rank, size_t i) {
-  return static_cast<double>(i % 3) + rank + 1;
-}
-
-double expected(int op, int dtype, int nranks, size_t i) {
+double expected(int op, int dtype, int nranks, size_t i, uint64_t salt) {
   double sum = 0, prod = 1, mx = -1e300, mn = 1e300;
   for (int r = 0; r < nranks; ++r) {
-    double v = input(r, i);
+    double v = input(r, dtype, op, i, salt);
     sum += v;
     prod *= v;
     mx = std::max(mx, v);
@@ -111,6 +63,7 @@ struct Op {
   int dtype = 0;
   int op = 0;
   size_t count = 0;
+  uint64_t salt = 0;
   std::vector<char> send, recv;
   void* send_mh = nullptr;
   void* recv_mh = nullptr;
@@ -120,7 +73,7 @@ struct Op {
 bool checkAllReduce(const Op& o, int nranks) {
   double tolerance = o.op == 4 ? 1e-2 : 0;  // avg of floats: sum * (1/n) in the type
   for (size_t i = 0; i < o.count; ++i) {
-    double want = expected(o.op, o.dtype, nranks, i);
+    double want = expected(o.op, o.dtype, nranks, i, o.salt);
     double got = load(o.dtype, o.recv.data(), i);
     if (std::fabs(got - want) > tolerance * std::fabs(want)) {
       std::fprintf(stderr, "all-reduce dtype %d op %d: element %zu is %g, expected %g\n", o.dtype,
@@ -160,21 +113,24 @@ Op makeOp(int dtype, int op, size_t count, int rank) {
   o.dtype = dtype;
   o.op = op;
   o.count = count;
+  o.salt = nextSalt();
   o.send.resize(count * kTypeSize[dtype]);
   o.recv.assign(count * kTypeSize[dtype], 0);
-  for (size_t i = 0; i < count; ++i) store(dtype, o.send.data(), i, input(rank, i));
+  for (size_t i = 0; i < count; ++i)
+    store(dtype, o.send.data(), i, input(rank, dtype, op, i, o.salt));
   return o;
 }
 
-unsigned char gatherByte(int rank, size_t j) {
-  return static_cast<unsigned char>(rank * 17 + static_cast<int>(j % 241) + 1);
+unsigned char gatherByte(int rank, size_t j, uint64_t salt) {
+  return static_cast<unsigned char>(input(rank, kUint8, 0, j, salt));
 }
 
 // Window [offset, offset + bytes) of the all-gather of @p per_rank bytes each, into two parts.
 bool allGatherWindow(const CollNetApi& coll, const FileExchange& ex, const CollSetup& setup,
                      size_t per_rank, size_t offset, size_t bytes) {
+  const uint64_t salt = nextSalt();
   std::vector<unsigned char> mine(per_rank);
-  for (size_t j = 0; j < per_rank; ++j) mine[j] = gatherByte(ex.rank(), j);
+  for (size_t j = 0; j < per_rank; ++j) mine[j] = gatherByte(ex.rank(), j, salt);
   size_t begin = static_cast<size_t>(ex.rank()) * per_rank;
   size_t lo = std::max(begin, offset);  // this rank's bytes in the window start here
   std::vector<unsigned char> out(bytes, 0);
@@ -190,7 +146,7 @@ bool allGatherWindow(const CollNetApi& coll, const FileExchange& ex, const CollS
   }
   for (size_t k = 0; k < bytes; ++k) {
     size_t global = offset + k;
-    unsigned char want = gatherByte(static_cast<int>(global / per_rank), global % per_rank);
+    unsigned char want = gatherByte(static_cast<int>(global / per_rank), global % per_rank, salt);
     if (out[k] != want) {
       std::fprintf(stderr, "all-gather window at %zu: byte %zu wrong\n", offset, k);
       return false;
@@ -202,9 +158,12 @@ bool allGatherWindow(const CollNetApi& coll, const FileExchange& ex, const CollS
 // Window of a float32 sum reduce-scatter; this rank's reduced bytes land at the start of recv.
 bool reduceScatterWindow(const CollNetApi& coll, const FileExchange& ex, const CollSetup& setup,
                          size_t per_rank, size_t offset, size_t bytes) {
+  const uint64_t salt = nextSalt();
   size_t total = per_rank * static_cast<size_t>(ex.nranks()) / 4;
   std::vector<float> in(total);
-  for (size_t j = 0; j < total; ++j) in[j] = static_cast<float>(j % 7 + ex.rank());
+  for (size_t j = 0; j < total; ++j) {
+    in[j] = static_cast<float>(input(ex.rank(), kFloat32, 0, j, salt));
+  }
   std::vector<float> out(per_rank / 4, -1.0f);
   char* window = reinterpret_cast<char*>(in.data()) + offset;
   Sge parts[2] = {{window, 12}, {window + 12, bytes - 12}};
@@ -221,7 +180,7 @@ bool reduceScatterWindow(const CollNetApi& coll, const FileExchange& ex, const C
   int n = ex.nranks();
   for (size_t b = lo; b < hi; b += 4) {
     size_t j = b / 4;
-    float want = static_cast<float>(n * (j % 7)) + static_cast<float>((n * (n - 1)) >> 1);
+    auto want = static_cast<float>(expected(0, kFloat32, n, j, salt));
     float got = out[(b - lo) / 4];
     if (got != want) {
       std::fprintf(stderr, "reduce-scatter element %zu is %g, expected %g\n", j, got, want);
