@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+
 namespace rd::server {
 
 namespace {
@@ -50,6 +52,7 @@ void* BufferPool::acquire(size_t bytes) {
   void* p = mapPages(size);
   if (p == nullptr) return nullptr;
   in_use_ += size;
+  peak_ = std::max(peak_, in_use_ + cached_);
   return p;
 }
 

@@ -30,6 +30,8 @@ class BufferPool {
   uint64_t limit() const { return limit_; }
   uint64_t inUse() const { return in_use_; }
   uint64_t cached() const { return cached_; }
+  /** The most the pool ever held (in use plus cached): never above limit(). */
+  uint64_t peak() const { return peak_; }
 
  private:
   void dropCached(uint64_t need);
@@ -37,6 +39,7 @@ class BufferPool {
   uint64_t limit_;
   uint64_t in_use_ = 0;
   uint64_t cached_ = 0;
+  uint64_t peak_ = 0;
   std::map<size_t, std::vector<void*>> free_;  // by exact size
   std::function<void()> on_release_;
 };

@@ -94,6 +94,8 @@ ServerStats ReductionServer::stats() {
     }
     s.waiting_for_memory = waiting_.size();
     s.memory_in_use = pool_.inUse();
+    s.memory_peak = pool_.peak();
+    s.waited_for_memory = waited_for_memory_;
     s.joins_refused = joins_refused_;
     return rdSuccess;
   });
@@ -346,6 +348,7 @@ void ReductionServer::onData(transport::ConnId conn, Peer& peer, const wire::Hea
   // other for ever).
   if (!waiting_.empty() && !peer.comm->hasSlot(h)) {
     waiting_.push_back(Waiting{conn, h, std::move(p)});
+    ++waited_for_memory_;
     return;
   }
   std::string why;
@@ -353,6 +356,7 @@ void ReductionServer::onData(transport::ConnId conn, Peer& peer, const wire::Hea
     case ReduceComm::Outcome::kAccepted: break;
     case ReduceComm::Outcome::kNeedMemory:
       waiting_.push_back(Waiting{conn, h, std::move(p)});
+      ++waited_for_memory_;
       break;
     case ReduceComm::Outcome::kBadFrame:
       dropPeer(conn, Drop::kFailed, "bad data frame: " + why);

@@ -202,6 +202,11 @@ TEST(ReducerMemory, ContributionsWaitForMemoryAndAllComplete) {
   ASSERT_EQ(world.join(), rdSuccess) << lastError();
   EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, 20000, rdInt32, rdSum)));
   EXPECT_TRUE(allCorrect(world.run(Collective::kReduceScatter, 3000, rdFloat64, rdSum)));
+  // The limit held, and was reached: contributions waited for memory.
+  const server::ServerStats stats = world.reducer(0).stats();
+  EXPECT_LE(stats.memory_peak, o.reducer_memory);
+  EXPECT_GE(stats.memory_peak, 2 * 4096u);
+  EXPECT_GT(stats.waited_for_memory, 0u);
 }
 
 }  // namespace
