@@ -44,6 +44,27 @@ capture() {
   return "$rc"
 }
 
+# Skipped CTest tests by cause. Only what no setup can provide may be skipped in CI (CI=true):
+# a CUDA device, an instruction set the CPU lacks; any other skip fails the run there.
+skip_causes() {  # skip_causes LABEL LOG
+  local label=$1 log=$2 name cause bad=0
+  declare -A count=()
+  while read -r name; do
+    case "$name" in
+      *Cuda*) cause="no CUDA device" ;;
+      *avx512*|*avx2*|*neon*|*sve*) cause="the CPU lacks the instruction set" ;;
+      *) cause="other (setup provides it): $name"; bad=1 ;;
+    esac
+    count[$cause]=$((${count[$cause]:-0} + 1))
+  done < <(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\).*(Skipped)$/\1/p' "$log")
+  for cause in "${!count[@]}"; do echo "$label: skipped ${count[$cause]}: $cause"; done
+  if ((bad)) && [[ "${CI:-}" == "true" ]]; then
+    failures+=("$label: a test skipped in CI for want of something setup installs")
+    return 1
+  fi
+  return 0
+}
+
 run_ctest() {  # run_ctest LABEL BUILD_DIR [ctest args...]
   local label=$1 dir=$2 log rc=0
   shift 2
@@ -53,6 +74,7 @@ run_ctest() {  # run_ctest LABEL BUILD_DIR [ctest args...]
   local skipped
   skipped=$(grep -c -E '^[[:space:]]*[0-9]+ - .*\(Skipped\)$' "$log" || true)
   summaries+=("$label: $(grep -E 'tests passed|tests failed' "$log" | tail -1) ($skipped skipped)")
+  skip_causes "$label" "$log" || rc=1
   # CTest lists what failed after "The following tests FAILED:", one per line.
   while read -r line; do failures+=("$label: $line"); done < <(
     sed -n '/^The following tests FAILED:/,$p' "$log" | grep -E '^[[:space:]]+[0-9]+ - ' || true)

@@ -186,6 +186,11 @@ int main(int argc, char** argv) {
   sigwait(&stop_signals, &sig);
   std::fprintf(stderr, "reduce-server %s: %s, shutting down\n", server->addresses().c_str(),
                strsignal(sig));
+  // What each lane served (a job given every lane spreads its chunks over them all).
+  for (size_t i = 0; i < server->size(); ++i) {
+    std::fprintf(stderr, "LIBREDUCE_REDUCER_SERVED lane=%zu chunks=%llu\n", i,
+                 static_cast<unsigned long long>(server->lane(i).stats().chunks_served_total));
+  }
   server.reset();
   // What serving cost, from the process's own accounting (benchmarks put it per GB reduced).
   rusage usage{};

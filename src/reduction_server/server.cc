@@ -96,6 +96,7 @@ ServerStats ReductionServer::stats() {
     s.memory_in_use = pool_.inUse();
     s.memory_peak = pool_.peak();
     s.waited_for_memory = waited_for_memory_;
+    s.chunks_served_total = chunks_served_by_ended_ + s.chunks_served;
     s.joins_refused = joins_refused_;
     return rdSuccess;
   });
@@ -432,7 +433,10 @@ void ReductionServer::dropPeer(transport::ConnId conn, Drop cause, const std::st
   bool anyone = std::any_of(comm->ranks().begin(), comm->ranks().end(),
                             [](const RankLink& l) { return l.conn != 0; });
   auto cit = comms_.find(h.comm_id);
-  if (!anyone && cit != comms_.end() && cit->second == comm) comms_.erase(cit);
+  if (!anyone && cit != comms_.end() && cit->second == comm) {
+    chunks_served_by_ended_ += comm->chunksServed();
+    comms_.erase(cit);
+  }
 }
 
 void ReductionServer::onTick() {

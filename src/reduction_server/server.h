@@ -36,10 +36,11 @@ struct ServerStats {
   size_t slots = 0;
   size_t waiting_for_memory = 0;
   uint64_t memory_in_use = 0;
-  uint64_t memory_peak = 0;        // the most chunk buffers ever held (in use plus cached)
-  uint64_t waited_for_memory = 0;  // contributions that had to wait for memory, since start
-  uint64_t chunks_served = 0;      // by the communicators still here
-  uint64_t joins_refused = 0;      // since start: bad secret, mismatched settings, ...
+  uint64_t memory_peak = 0;          // the most chunk buffers ever held (in use plus cached)
+  uint64_t waited_for_memory = 0;    // contributions that had to wait for memory, since start
+  uint64_t chunks_served = 0;        // by the communicators still here
+  uint64_t chunks_served_total = 0;  // since start, by every communicator
+  uint64_t joins_refused = 0;        // since start: bad secret, mismatched settings, ...
 };
 
 class ReductionServer {
@@ -108,6 +109,7 @@ class ReductionServer {
   uint32_t next_epoch_ = 1;
   uint64_t joins_refused_ = 0;
   uint64_t waited_for_memory_ = 0;
+  uint64_t chunks_served_by_ended_ = 0;  // by communicators no longer here
   bool drain_posted_ = false;
 };
 

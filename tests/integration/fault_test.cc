@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
 
 #include "cluster.h"
+#include "detection_bound.h"
 
 namespace rd::test {
 namespace {
@@ -148,7 +150,11 @@ void expectNamedWithinHeartbeat(Cluster& cluster, const std::vector<Process*>& s
     EXPECT_NE(p->output.find(culprit), std::string::npos) << p->output;
     EXPECT_NE(p->output.find("sent nothing for"), std::string::npos) << p->output;
     auto took = std::chrono::duration_cast<milliseconds>(p->ended - fault).count();
-    EXPECT_LE(took, 5 * kHeartbeatMs) << p->output;
+    std::printf("named and exited after %lld ms (period %d ms)\n", static_cast<long long>(took),
+                kHeartbeatMs);
+    // Named within the heartbeat (tests/detection_bound.h), and the process exited.
+    EXPECT_LE(milliseconds(took), detectionBound(milliseconds(kHeartbeatMs), milliseconds(700)))
+        << p->output;
   }
 }
 

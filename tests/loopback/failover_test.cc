@@ -6,10 +6,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
 
+#include "detection_bound.h"
 #include "protocol/wire.h"
 #include "world.h"
 
@@ -62,7 +64,12 @@ TEST(Failover, AFrozenReducerIsLeftBehindWithinTheHeartbeat) {
   Fabric::freeze(world.reducerAddress(1));
   auto t0 = Clock::now();
   EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, 50000, rdFloat32, rdSum, kBound)));
-  EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(10 * kHeartbeatMs));
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+  std::printf("left behind after %lld ms (period %u ms)\n", static_cast<long long>(took.count()),
+              kHeartbeatMs);
+  // Named within the heartbeat (tests/detection_bound.h); the operation then completes.
+  EXPECT_LT(took, detectionBound(std::chrono::milliseconds(kHeartbeatMs),
+                                 std::chrono::milliseconds(400)));
   EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, 50000, rdFloat32, rdSum)));
   Fabric::reset();
 }

@@ -16,6 +16,7 @@ namespace {
 
 using transport::loopback::Fabric;
 using transport::loopback::Fate;
+using transport::loopback::FaultCounts;
 using transport::loopback::Faults;
 using transport::loopback::MessageView;
 
@@ -71,11 +72,14 @@ TEST_P(RandomFaults, ReorderedFramesStillGiveExactResults) {
   f.seed = static_cast<uint64_t>(seed);
   f.max_delay = std::chrono::microseconds(500);
   f.keep_order = false;
+  const FaultCounts before = Fabric::injected();
   Fabric::setFaults(f);
   for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
                        Collective::kBroadcast, Collective::kBarrier}) {
     EXPECT_TRUE(allCorrect(world.run(c, 3001, rdFloat32, rdSum, kFaultBound)));
   }
+  EXPECT_GT(Fabric::injected().delayed, before.delayed);  // the frames were indeed shuffled
+  Fabric::reset();
 }
 
 // Lost and doubled frames: every operation ends, exact or with an error, within its bound.
@@ -87,13 +91,25 @@ TEST_P(RandomFaults, DroppedAndDuplicatedFramesEndCorrectOrFailed) {
   f.seed = static_cast<uint64_t>(seed);
   f.drop = 0.02;
   f.duplicate = 0.02;
+  const FaultCounts before = Fabric::injected();
+  auto faults = [&before] {
+    const FaultCounts now = Fabric::injected();
+    return now.dropped - before.dropped + now.duplicated - before.duplicated;
+  };
   Fabric::setFaults(f);
-  for (int i = 0; i < 4; ++i) {
+  // Small operations send few frames: go on until some were indeed lost or doubled (or one
+  // failed, after which the communicator sends nothing more), so that every seed tests what it
+  // names; a few seeds leave the first operations untouched.
+  bool failed = false;
+  for (int i = 0; i < 40 && (i < 4 || (faults() < 3 && !failed)); ++i) {
     auto t0 = Clock::now();
     auto outcomes = world.run(Collective::kAllReduce, 2000 + i, rdInt32, rdSum, kFaultBound);
     EXPECT_TRUE(correctOrFailed(outcomes)) << "operation " << i;
     EXPECT_LT(Clock::now() - t0, kFaultBound);
+    failed = failed || !allCorrect(outcomes);
   }
+  EXPECT_GT(faults(), 0u);
+  Fabric::reset();
 }
 
 // Headers with a flipped byte (hostile input from a peer that passed the join): the receiver
@@ -105,11 +121,14 @@ TEST_P(RandomFaults, CorruptedHeadersEndCorrectOrFailed) {
   Faults f;
   f.seed = static_cast<uint64_t>(seed);
   f.corrupt = 0.03;
+  const uint64_t before = Fabric::injected().corrupted;
   Fabric::setFaults(f);
   for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
                        Collective::kBroadcast}) {
     EXPECT_TRUE(correctOrFailed(world.run(c, 3000, rdInt64, rdSum, kFaultBound)));
   }
+  EXPECT_GT(Fabric::injected().corrupted, before);  // some headers were indeed flipped
+  Fabric::reset();
 }
 
 INSTANTIATE_TEST_SUITE_P(ReducersAndSeeds, RandomFaults,

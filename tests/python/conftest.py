@@ -5,6 +5,7 @@ LIBREDUCE_BUILD_DIR (default: build/) names the build tree whose python/ package
 src/reduce-server are tested.
 """
 
+import collections
 import os
 import pathlib
 import random
@@ -31,6 +32,33 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "torch_compat: what scripts/test.sh runs again against torch 2.11 (the GPU "
         "machines'): the backend's own tests, no client libraries")
+
+
+# In CI (CI=true) a skip is a failure unless nothing a setup installs could undo it: the machine
+# lacks the hardware, or this run is configured without the thing on purpose.
+CI = os.environ.get("CI") == "true"
+ENVIRONMENTAL_SKIPS = ("CUDA", "GPU", "the job file names build/")
+SKIPS_BY_CAUSE = collections.Counter()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    reason = reason.removeprefix("Skipped: ")
+    SKIPS_BY_CAUSE[reason] += 1
+    if CI and not any(marker in reason for marker in ENVIRONMENTAL_SKIPS):
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI, where scripts/setup.sh provides what it needs: {reason}"
+
+
+def pytest_terminal_summary(terminalreporter):
+    if SKIPS_BY_CAUSE:
+        terminalreporter.write_line("skips by cause:")
+        for reason, count in SKIPS_BY_CAUSE.most_common():
+            terminalreporter.write_line(f"  {count:4d}  {reason}")
 
 
 def has_torch_backend():

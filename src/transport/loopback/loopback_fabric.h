@@ -45,6 +45,14 @@ struct Faults {
   size_t eager_limit = 8192;  // larger payloads are fetched by the receiver, as UCX rendezvous
 };
 
+/** Faults the network applied (random or a filter's) since the process started. */
+struct FaultCounts {
+  uint64_t dropped = 0;
+  uint64_t duplicated = 0;
+  uint64_t corrupted = 0;
+  uint64_t delayed = 0;  // a delay above zero (reordered, when order is not kept)
+};
+
 /**
  * The fault controls of the process's loopback network. Thread-safe. Names are the addresses
  * the transports listen on ("host:port"), as the owners report them.
@@ -67,6 +75,8 @@ class Fabric {
 
   /** Messages delivered since the process started (to wait on progress in tests). */
   static uint64_t delivered();
+  /** What was injected so far: a test of faults checks that some were. */
+  static FaultCounts injected();
 };
 
 }  // namespace rd::transport::loopback

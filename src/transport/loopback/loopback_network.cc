@@ -129,6 +129,7 @@ void Network::send(Delivery d, size_t payload_len) {
     std::uniform_int_distribution<int64_t> jitter(0, faults_.max_delay.count());
     fate.delay += std::chrono::microseconds(jitter(rng_));
   }
+  count(fate);
   if (fate.kind == Fate::kDrop) {
     // Lost on the way: for the sender it left; its buffer is free again.
     if (d.rendezvous && d.rendezvous->finish()) Rendezvous::completeSend(d.rendezvous, rdSuccess);
@@ -199,6 +200,18 @@ void Network::breakLink(const std::shared_ptr<Link>& link, int to, const std::st
   std::lock_guard<std::mutex> lock(mu_);
   link->broken = true;
   dispatchLocked(std::move(d), Clock::now());
+}
+
+void Network::count(const Fate& fate) {
+  injected_.dropped += fate.kind == Fate::kDrop ? 1 : 0;
+  injected_.duplicated += fate.kind == Fate::kDuplicate ? 1 : 0;
+  injected_.corrupted += fate.kind == Fate::kCorrupt ? 1 : 0;
+  injected_.delayed += fate.delay.count() > 0 ? 1 : 0;
+}
+
+FaultCounts Network::injectedCounts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return injected_;
 }
 
 void Network::setFaults(const Faults& f) {
@@ -302,6 +315,10 @@ void Fabric::kill(const std::string& name) {
 
 uint64_t Fabric::delivered() {
   return Network::get().delivered.load();
+}
+
+FaultCounts Fabric::injected() {
+  return Network::get().injectedCounts();
 }
 
 }  // namespace rd::transport::loopback

@@ -109,10 +109,14 @@ class Network {
   void kill(const std::string& name);
   size_t eagerLimit();
 
+  FaultCounts injectedCounts();
+
   std::atomic<uint64_t> delivered{0};
 
  private:
   Network() = default;
+  // With mu_ held: counts the fault @p fate applies.
+  void count(const Fate& fate);
   // With mu_ held: posts @p d to its receiver's engine at @p at.
   void dispatchLocked(Delivery d, Clock::time_point at);
   void arrive(Delivery d);
@@ -127,6 +131,7 @@ class Network {
   std::set<uint64_t> frozen_, dead_;
   std::vector<Delivery> parked_;  // for frozen transports, in arrival order
   Faults faults_;
+  FaultCounts injected_;
   Filter filter_;
   std::mt19937_64 rng_{1};
   uint64_t next_id_ = 1;
