@@ -192,15 +192,25 @@ struct Check {
     if (st != rdSuccess) apiError(st, "rdCommInitRank");
   }
 
-  // Compares @p got (count elements) to @p want; returns wrong elements.
+  // Compares @p got (count elements) to @p want; returns wrong elements. Random floats are
+  // checked against the exact value with the rounding error any summation order can make
+  // (random_exact / random_bound, from expectedReduction; @p want points into its result).
   size_t compare(const void* got, const void* want, size_t count, rdDataType_t d, rdRedOp_t op) {
     size_t esize = rdDataTypeSize(d), wrong = 0;
     bool tolerant = o.random && isFloat(d) && (op == rdSum || op == rdAvg || op == rdProd);
-    double tol = d == rdFloat64 ? 1e-12 : d == rdFloat32 ? 1e-5 : d == rdFloat16 ? 2e-2 : 8e-2;
+    const size_t first =
+        tolerant
+            ? static_cast<size_t>(static_cast<const char*>(want) - last_exact_want.data()) / esize
+            : 0;
     for (size_t i = 0; i < count; ++i) {
       if (tolerant) {
-        double a = load(got, i, d), b = load(want, i, d);
-        if (std::fabs(a - b) > tol * (std::fabs(b) + nranks)) ++wrong;
+        const auto error =
+            static_cast<double>(std::fabs(load(got, i, d) - random_exact[first + i]));
+        if (error / random_bound[first + i] > worst_error_ratio) {
+          worst_error_ratio = error / random_bound[first + i];
+          worst_error_of = std::string(rdDataTypeName(d)) + " " + rdRedOpName(op);
+        }
+        if (error > random_bound[first + i]) ++wrong;
       } else if (std::memcmp(static_cast<const char*>(got) + i * esize,
                              static_cast<const char*>(want) + i * esize, esize) != 0) {
         if (wrong == 0 && std::getenv("RD_CHECK_VERBOSE") != nullptr) {
@@ -211,6 +221,49 @@ struct Check {
       }
     }
     return wrong;
+  }
+
+  // Random floats: each element's exact reduction (in long double, of the inputs as stored: its
+  // 64-bit significand leaves float64's rounding visible) and the
+  // most a reduction in @p d can differ from it in any order: n - 1 roundings of partial sums no
+  // larger than the sum of magnitudes (products: n - 1 relative roundings), one more for the
+  // store, the average's scaling, and float16's subnormal spacing (small products).
+  std::vector<long double> random_exact;
+  std::vector<double> random_bound;
+  double worst_error_ratio = 0;  // the largest error seen over its bound (printed at the end)
+  std::string worst_error_of;    // in which dtype and operator
+
+  void randomBounds(const std::vector<std::vector<char>>& inputs, size_t count, rdDataType_t d,
+                    rdRedOp_t op) {
+    const double u = d == rdFloat64   ? 0x1p-53
+                     : d == rdFloat32 ? 0x1p-24
+                     : d == rdFloat16 ? 0x1p-11
+                                      : 0x1p-8;
+    const double tiny = d == rdFloat16 ? 0x1p-24 : 0;
+    const double n = nranks;
+    random_exact.assign(count, 0);
+    random_bound.assign(count, 0);
+    for (size_t i = 0; i < count; ++i) {
+      long double sum = 0, product = 1;
+      double magnitude = 0;
+      for (const auto& in : inputs) {
+        const double x = load(in.data(), i, d);
+        sum += x;
+        magnitude += std::fabs(x);
+        product *= x;
+      }
+      const auto mean = static_cast<double>(sum / n);
+      if (op == rdProd) {
+        random_exact[i] = product;
+        random_bound[i] = (n + 1) * u * std::fabs(static_cast<double>(product)) + (n + 1) * tiny;
+      } else if (op == rdAvg) {
+        random_exact[i] = sum / n;
+        random_bound[i] = (n + 1) * u * magnitude / n + 2 * u * std::fabs(mean) + 2 * tiny;
+      } else {
+        random_exact[i] = sum;
+        random_bound[i] = (n + 1) * u * magnitude + tiny;
+      }
+    }
   }
 
   uint64_t hash = 1469598103934665603ull;
@@ -257,6 +310,7 @@ struct Check {
       srcs.push_back(inputs[r].data());
     }
     last_exact = exact ? ExactKey{count, d, op} : ExactKey{};
+    if (!exact) randomBounds(inputs, span, d, op);
     last_exact_want.assign(span * rdDataTypeSize(d) + 1, 0);
     rdResult_t st = rdLocalReduce(srcs.data(), nranks, last_exact_want.data(), span, d, op);
     if (st != rdSuccess) apiError(st, "rdLocalReduce");
@@ -522,6 +576,10 @@ int main(int argc, char** argv) {
   if (o.print_hash)
     std::printf("worker %d: hash %016llx\n", c.rank, static_cast<unsigned long long>(c.hash));
   std::printf("worker %d: %ld checks, %ld failed\n", c.rank, c.checks, c.failed);
+  if (c.worst_error_ratio > 0) {
+    std::printf("worker %d: largest rounding error %.3f of its bound (%s)\n", c.rank,
+                c.worst_error_ratio, c.worst_error_of.c_str());
+  }
   std::fflush(stdout);
   rdCommDestroy(c.comm);
   return c.failed == 0 ? 0 : 1;

@@ -135,6 +135,7 @@ TEST(Faults, NoReducerReachableFailsConnectWithinTheTimeout) {
     EXPECT_EQ(p->status, 0) << p->output;
     int code = 0;
     long long ms = reportedMs(p->output, "connect", &code);
+    std::printf("connect failed after %lld ms (LIBREDUCE_TIMEOUT_MS 3000)\n", ms);
     EXPECT_GE(ms, 0) << p->output;
     EXPECT_LT(ms, 20000) << p->output;
     EXPECT_EQ(code, 6) << "ncclRemoteError expected\n" << p->output;
@@ -202,11 +203,13 @@ TEST(Faults, KilledRankFailsTheOthersInBoundedTime) {
     EXPECT_EQ(p->status, 0) << joinedOutput(run.ranks);
     int code = 0;
     long long ms = reportedMs(p->output, "iallreduce", &code);
+    std::printf("rank %d: iallreduce failed after %lld ms (LIBREDUCE_TIMEOUT_MS 5000)\n", r, ms);
     EXPECT_GE(ms, 0) << p->output;
     EXPECT_LT(ms, 30000) << p->output;
     EXPECT_NE(code, 0) << p->output;
     if (r == 0) {  // rank 0's Net recv comm is from the killed rank
       long long net_ms = reportedMs(p->output, "irecv", &code);
+      std::printf("rank 0: irecv failed after %lld ms\n", net_ms);
       EXPECT_GE(net_ms, 0) << p->output;
       EXPECT_LT(net_ms, 30000) << p->output;
       EXPECT_NE(code, 0) << p->output;

@@ -191,8 +191,9 @@ class JobTests(JobCase):
         ids = os.path.join(self.dir, "comm-ids")
         worker = sh(f'echo "$LIBREDUCE_COMM_ID $TORCHELASTIC_RESTART_COUNT" >> {ids}; '
                     f'if [ -e {flag} ]; then exit 0; fi; touch {flag}; exit 5')
+        # The first attempt's primary runs until the gang restart stops it; the second ends.
         primary = sh(f'echo "$LIBREDUCE_COMM_ID $TORCHELASTIC_RESTART_COUNT" >> {ids}; '
-                     f'while [ ! -e {flag} ]; do sleep 0.05; done; sleep 1; exit 0')
+                     f'if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then exec sleep 322; fi; exit 0')
         spec = self.write_spec([pool(1, primary), pool(1, worker), pool(1, None)],
                                scheduling={"restartJobOnWorkerRestart": True, "maxRestarts": 2})
         code, _, err = self.run_job(spec)
@@ -209,8 +210,10 @@ class JobTests(JobCase):
 
     def test_failed_replica_alone_is_restarted(self):
         flag = os.path.join(self.dir, "failed-once")
-        worker = sh(f'if [ -e {flag} ]; then exit 0; fi; touch {flag}; exit 6')
-        primary = sh(f'while [ ! -e {flag} ]; do sleep 0.05; done; sleep 1.5; exit 0')
+        done = os.path.join(self.dir, "restarted-worker-done")
+        worker = sh(f'if [ -e {flag} ]; then touch {done}; exit 0; fi; touch {flag}; exit 6')
+        # The primary ends once the restarted worker has (no race with the restart).
+        primary = sh(f'while [ ! -e {done} ]; do sleep 0.05; done; exit 0')
         spec = self.write_spec([pool(1, primary), pool(1, worker)],
                                scheduling={"maxRestarts": 1})
         code, _, err = self.run_job(spec)
@@ -302,13 +305,17 @@ class JobTests(JobCase):
         self.assert_gone()
 
     def test_process_that_left_its_group_is_stopped_at_the_end(self):
-        spec = self.write_spec([pool(1, sh("setsid sleep 317 & sleep 0.5; exit 0"))])
+        started = os.path.join(self.dir, "left-its-group")
+        spec = self.write_spec([pool(1, sh(f"setsid sh -c 'touch {started}; exec sleep 317' & "
+                                           f"while [ ! -e {started} ]; do sleep 0.05; done; exit 0"))])
         code, _, err = self.run_job(spec)
         self.assertEqual(code, 0, err)
         self.assert_gone()
 
     def test_endless_output_of_a_leftover_process_does_not_hang_reducectl(self):
-        spec = self.write_spec([pool(1, sh("yes & sleep 0.3; exit 0"))])
+        started = os.path.join(self.dir, "yes-started")
+        spec = self.write_spec([pool(1, sh(f"sh -c 'touch {started}; exec yes' & "
+                                           f"while [ ! -e {started} ]; do sleep 0.05; done; exit 0"))])
         code, _, err = self.run_job(spec, "--quiet", timeout=60)
         self.assertEqual(code, 0, err)
         self.assert_gone()

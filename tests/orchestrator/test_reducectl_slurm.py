@@ -215,7 +215,8 @@ class SlurmTests(unittest.TestCase):
         ids = os.path.join(self.dir, "comm-ids")
         worker = sh(f'echo "$LIBREDUCE_COMM_ID" >> {ids}; '
                     f'if [ -e {flag} ]; then exit 0; fi; touch {flag}; exit 5')
-        primary = sh(f'while [ ! -e {flag} ]; do sleep 0.05; done; sleep 1; exit 0')
+        # The first attempt's primary runs until the restart stops it; the second ends.
+        primary = sh('if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then exec sleep 323; fi; exit 0')
         spec = self.write_spec([pool(1, primary), pool(1, worker), pool(1, None)],
                                scheduling={"restartJobOnWorkerRestart": True, "maxRestarts": 2})
         code, _, err = self.run_job(spec)

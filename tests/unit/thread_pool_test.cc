@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -39,11 +41,21 @@ TEST(ThreadPool, UsesHelpersForLongParts) {
   ThreadPool pool(1);
   std::atomic<int> distinct_threads{0};
   std::thread::id caller = std::this_thread::get_id();
+  // Each part waits (bounded) until both run at once: they can only if the helper took one.
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = 0;
+  bool together = true;
   pool.parallelFor(2, [&](int) {
     if (std::this_thread::get_id() != caller) distinct_threads++;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::unique_lock<std::mutex> lock(mu);
+    ++running;
+    cv.notify_all();
+    together =
+        cv.wait_for(lock, std::chrono::seconds(10), [&] { return running == 2; }) && together;
   });
   EXPECT_EQ(distinct_threads.load(), 1);
+  EXPECT_TRUE(together);
 }
 
 }  // namespace
