@@ -1,10 +1,12 @@
-"""`reducectl render --backend kubernetes`: the manifests of several specs validated against a
-strict schema of what JobSet, Job, Pod and Secret accept (tests/orchestrator/kube_schema.json:
-an unknown field is an error), parsed by kubectl offline where it is installed, and what they
-promise checked (DNS names, ports, environment, resources, policies). `run --backend
+"""`reducectl render --backend kubernetes`: the manifests of several specs validated against
+what the APIs accept: the JobSet (with its Job and Pod templates) against JobSet's published
+CRD (schemas/), the Secret against kube_schema.json, objects closed in both (an unknown field is
+an error, as under the API server's strict field validation); parsed by kubectl offline, and
+what they promise checked (DNS names, ports, environment, resources, policies). `run --backend
 kubernetes` without a reachable cluster fails clearly.
 """
 
+import gzip
 import json
 import os
 import shutil
@@ -19,7 +21,48 @@ from test_reducectl_jobs import REDUCECTL, SOURCE, main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(HERE, "kube_schema.json")) as f:
-    SCHEMA = json.load(f)
+    SECRET_SCHEMA = json.load(f)
+JOBSET_CRD = os.path.join(HERE, "schemas", "jobset.x-k8s.io_jobsets-v0.12.0.yaml.gz")
+
+
+def closed(schema):
+    """The schema with every object that lists its properties closed to others, as the API
+    server's strict field validation treats them (x-kubernetes-preserve-unknown-fields stays
+    open)."""
+    if isinstance(schema, list):
+        return [closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: closed(v) for k, v in schema.items()}
+    if ("properties" in out and "additionalProperties" not in out
+            and not out.get("x-kubernetes-preserve-unknown-fields")):
+        out["additionalProperties"] = False
+    return out
+
+
+def jobset_schema():
+    with gzip.open(JOBSET_CRD, "rt") as f:
+        crd = yaml.safe_load(f)
+    [version] = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2"]
+    return closed(version["schema"]["openAPIV3Schema"])
+
+
+JOBSET_SCHEMA = jobset_schema()
+
+
+def validate(doc):
+    """Raises jsonschema.ValidationError for what the API would refuse. Beyond the schemas: a
+    Job's pod template may restart only OnFailure or Never (batch/v1 Job validation)."""
+    if doc["kind"] == "Secret":
+        jsonschema.validate(doc, SECRET_SCHEMA)
+        return
+    assert (doc["apiVersion"], doc["kind"]) == ("jobset.x-k8s.io/v1alpha2", "JobSet"), doc
+    jsonschema.Draft4Validator(JOBSET_SCHEMA).validate(doc)
+    for rjob in doc["spec"]["replicatedJobs"]:
+        policy = rjob["template"]["spec"]["template"]["spec"].get("restartPolicy")
+        if policy not in ("OnFailure", "Never"):
+            raise jsonschema.ValidationError(
+                f"{rjob['name']}: a Job's pods restart OnFailure or Never, not {policy!r}")
 VERTEX_JOB = os.path.join(SOURCE, "examples/jobs/vertex_custom_job.json")
 QUICKSTART = os.path.join(SOURCE, "examples/jobs/quickstart.yaml")
 
@@ -82,7 +125,7 @@ class KubernetesTests(unittest.TestCase):
             _, docs = self.render(spec)
             self.assertEqual([d["kind"] for d in docs], ["Secret", "JobSet"], spec)
             for doc in docs:
-                jsonschema.validate(doc, SCHEMA)
+                validate(doc)
 
     def test_the_schema_refuses_unknown_fields(self):
         _, docs = self.render(QUICKSTART)
@@ -90,11 +133,19 @@ class KubernetesTests(unittest.TestCase):
         _, pod, c = container(jobset, "workers")
         c["imagePullPolicyy"] = "Never"
         with self.assertRaises(jsonschema.ValidationError):
-            jsonschema.validate(jobset, SCHEMA)
+            validate(jobset)
         del c["imagePullPolicyy"]
+        c["ports"][0]["containerPort"] = "eighty"  # a wrong type
+        with self.assertRaises(jsonschema.ValidationError):
+            validate(jobset)
+        del c["ports"]
         pod["restartPolicy"] = "Sometimes"
         with self.assertRaises(jsonschema.ValidationError):
-            jsonschema.validate(jobset, SCHEMA)
+            validate(jobset)
+        secret = docs[0]
+        secret["metadata"]["lables"] = {}
+        with self.assertRaises(jsonschema.ValidationError):
+            validate(secret)
 
     def test_kubectl_parses_them_offline(self):
         if shutil.which("kubectl") is None:
