@@ -70,6 +70,31 @@ INSTANTIATE_TEST_SUITE_P(
                                          Collective::kBarrier)),
     [](const auto& param_info) { return shapeName(param_info.param); });
 
+// Every dtype with every operator (the matrix above takes four pairs): through reducers and on
+// the ring, one element, several chunks and past the eager limit.
+TEST(EveryType, EveryDtypeAndOperatorIsExact) {
+  for (int reducers : {0, 2}) {
+    WorldOptions o;
+    o.ranks = 3;
+    o.reducers = reducers;
+    World world(o);
+    ASSERT_EQ(world.join(), rdSuccess) << lastError();
+    for (int d = 0; d < rdNumDataTypes; ++d) {
+      for (int op = 0; op < rdNumRedOps; ++op) {
+        for (Collective coll : {Collective::kAllReduce, Collective::kReduceScatter}) {
+          for (size_t count : {size_t{1}, size_t{5003}}) {
+            SCOPED_TRACE(std::string(rdDataTypeName(static_cast<rdDataType_t>(d))) + " " +
+                         rdRedOpName(static_cast<rdRedOp_t>(op)) + " count " +
+                         std::to_string(count) + " reducers " + std::to_string(reducers));
+            EXPECT_TRUE(allCorrect(
+                world.run(coll, count, static_cast<rdDataType_t>(d), static_cast<rdRedOp_t>(op))));
+          }
+        }
+      }
+    }
+  }
+}
+
 // Several operations in flight at once on one communicator, results checked each.
 TEST(Pipelining, ManyOperationsInFlight) {
   for (int reducers : {0, 2}) {
