@@ -65,8 +65,8 @@ cmake -S "$tree" -B "$build" -G Ninja >/dev/null
 
 # run_suite LOG: CTest until the first failure; the status is CTest's.
 run_suite() {
-  ctest --test-dir "$build" -j "$(nproc)" --timeout 300 --stop-on-failure -E "$suite_exclude" \
-    >"$1" 2>&1
+  ctest --test-dir "$build" -j "$(nproc)" --timeout 300 --stop-on-failure --output-on-failure \
+    -E "$suite_exclude" >"$1" 2>&1
 }
 
 failed_tests() {  # the names CTest lists as failed, comma-separated
