@@ -12,6 +12,7 @@
 #include <fstream>
 #include <regex>
 
+#include "detection_bound.h"
 #include "integration/cluster.h"
 
 namespace rd::test {
@@ -137,7 +138,8 @@ TEST(Faults, NoReducerReachableFailsConnectWithinTheTimeout) {
     long long ms = reportedMs(p->output, "connect", &code);
     std::printf("connect failed after %lld ms (LIBREDUCE_TIMEOUT_MS 3000)\n", ms);
     EXPECT_GE(ms, 0) << p->output;
-    EXPECT_LT(ms, 20000) << p->output;
+    // The timeout, a progress tick and slack (measured 3102..3227 ms in 20 runs, 2026-12-06).
+    EXPECT_LT(ms, 4000 + (kSanitized ? 1000 : 0)) << p->output;
     EXPECT_EQ(code, 6) << "ncclRemoteError expected\n" << p->output;
     EXPECT_NE(p->output.find("[nccl-logger WARN]"), std::string::npos)
         << "the reason must reach NCCL's logger\n"
@@ -191,6 +193,8 @@ TEST(Faults, CollNetGoesOnThroughALostReducer) {
   }
 }
 
+constexpr long long kKilledPeerBoundMs = 2000 + (kSanitized ? 1000 : 0);
+
 TEST(Faults, KilledRankFailsTheOthersInBoundedTime) {
   Cluster cluster;
   auto reducers = cluster.startReducers(2);
@@ -205,13 +209,15 @@ TEST(Faults, KilledRankFailsTheOthersInBoundedTime) {
     long long ms = reportedMs(p->output, "iallreduce", &code);
     std::printf("rank %d: iallreduce failed after %lld ms (LIBREDUCE_TIMEOUT_MS 5000)\n", r, ms);
     EXPECT_GE(ms, 0) << p->output;
-    EXPECT_LT(ms, 30000) << p->output;
+    // A killed rank's connections break at once: named long before the timeout (measured
+    // 0..31 ms in 20 runs, 2026-12-06).
+    EXPECT_LT(ms, kKilledPeerBoundMs) << p->output;
     EXPECT_NE(code, 0) << p->output;
     if (r == 0) {  // rank 0's Net recv comm is from the killed rank
       long long net_ms = reportedMs(p->output, "irecv", &code);
       std::printf("rank 0: irecv failed after %lld ms\n", net_ms);
       EXPECT_GE(net_ms, 0) << p->output;
-      EXPECT_LT(net_ms, 30000) << p->output;
+      EXPECT_LT(net_ms, kKilledPeerBoundMs) << p->output;
       EXPECT_NE(code, 0) << p->output;
     }
   }
