@@ -317,10 +317,10 @@ class SlurmTests(unittest.TestCase):
             self.assertEqual(f.read(), proc.stdout)
 
     def test_ddp_example_through_slurm(self):
-        if importlib.util.find_spec("torch") is None:
-            self.skipTest("torch is not installed")
         if not glob.glob(os.path.join(BUILD, "python/libreduce/_torch*.so")):
             self.skipTest("built without the torch backend (libreduce/_torch*.so)")
+        if importlib.util.find_spec("torch") is None:
+            self.skipTest("torch is not installed")
         os.symlink(os.path.abspath(BUILD), os.path.join(self.dir, "build"))
         os.symlink(os.path.join(os.path.abspath(SOURCE), "examples"),
                    os.path.join(self.dir, "examples"))
