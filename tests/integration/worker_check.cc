@@ -114,14 +114,19 @@ void fill(std::vector<char>* buf, int rank, size_t count, rdDataType_t d, rdRedO
   }
 }
 
+// FNV-1a of @p bytes at @p data, continuing from @p h.
+constexpr uint64_t kFnvBasis = 1469598103934665603ull;
+uint64_t fnv1a(const void* data, size_t bytes, uint64_t h = kFnvBasis) {
+  for (size_t i = 0; i < bytes; ++i) {
+    h = (h ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
+  }
+  return h;
+}
+
 // What every rank of a communicator agrees on to salt its data: its id, when it has one.
 uint64_t commSalt() {
   const char* id = std::getenv("LIBREDUCE_COMM_ID");
-  uint64_t h = 1469598103934665603ull;
-  for (const char* c = id != nullptr ? id : ""; *c != '\0'; ++c) {
-    h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
-  }
-  return h;
+  return id != nullptr ? fnv1a(id, std::strlen(id)) : kFnvBasis;
 }
 
 struct Check {
@@ -266,13 +271,8 @@ struct Check {
     }
   }
 
-  uint64_t hash = 1469598103934665603ull;
-  void mix(const void* data, size_t bytes) {
-    for (size_t i = 0; i < bytes; ++i) {
-      hash ^= static_cast<const unsigned char*>(data)[i];
-      hash *= 1099511628211ull;
-    }
-  }
+  uint64_t hash = kFnvBasis;
+  void mix(const void* data, size_t bytes) { hash = fnv1a(data, bytes, hash); }
 
   void report(const char* coll, rdDataType_t d, rdRedOp_t op, size_t count, bool in_place,
               size_t wrong) {

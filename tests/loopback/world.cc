@@ -125,7 +125,7 @@ World::Posted World::start(Collective coll, size_t count, rdDataType_t dtype, rd
                            const std::function<void(int, coll::OpDesc*)>& per_rank) {
   const int n = options_.ranks;
   const size_t esize = dtypeSize(dtype);
-  const int seq = salt_++;
+  const int seq = operations_++;
   Posted p{coll, dtype, op, seq % n, perf::opSalt(comm_id_, static_cast<uint64_t>(seq)),
            {},   {},    {}, {}};
   p.descs.resize(n);

@@ -117,7 +117,7 @@ class World {
   std::vector<Outcome> join_outcomes_;
   std::vector<std::shared_ptr<void>> kept_;  // operations' buffers, until the ranks are gone
   uint64_t comm_id_;
-  int salt_ = 0;
+  int operations_ = 0;  // started so far: the next one's number
 };
 
 /** True when every outcome succeeded with no wrong element; else says which did not. */
