@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Options for every optional part. Each AUTO option is resolved by detection and says
 # clearly why a part is left out; ON makes a missing dependency an error.
 include(CheckLanguage)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Install rules, the CMake package (find_package(libreduce) -> libreduce::reduce) and a
 # pkg-config file (pkg-config --cflags --libs libreduce).
 include(CMakePackageConfigHelpers)
@@ -11,6 +12,7 @@ install(TARGETS reduce EXPORT libreduceTargets
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS reduce-info RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY include/libreduce DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES ${PROJECT_BINARY_DIR}/include/libreduce/config.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/libreduce)
 

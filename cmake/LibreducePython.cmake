@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The Python package (pybind11 and the headers of one interpreter) and the PyTorch backend
 # (torch 2.x in that interpreter's environment).
 #

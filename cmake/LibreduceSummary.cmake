@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # One block at the end of configuration saying what this build contains and why parts are off.
 message(STATUS "")
 message(STATUS "libreduce ${PROJECT_VERSION} configuration")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # rd_target_warnings(<target>): the warning set every C++ target of the project builds with.
 function(rd_target_warnings target)
   target_compile_options(${target} PRIVATE

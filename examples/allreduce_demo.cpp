@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One rank of the all-reduce demo job. Joins the communicator described by the environment
 // (reducectl sets it up: RANK, WORLD_SIZE, LIBREDUCE_REDUCERS, ...), all-reduces
 // float32 buffers of growing size, checks every element of every iteration against the value

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reduces N workers' worth of gradient-sized buffers on this machine with the public API, checks
 // every element, and prints a table. What a reducer does with each chunk, without the network.
 //

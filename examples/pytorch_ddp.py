@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Trains a small classifier with DistributedDataParallel over libreduce.
 
 Run it as a reducectl job (2 reducers, the primary and 3 workers), from the repository root:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The one reduction interface shared by the CPU and CUDA kernels: N sources reduced element-wise
 // into one destination. The semantics (order, rounding, NaN, wrap-around) are documented on
 // rdLocalReduce in include/libreduce/reduce.h and hold for every implementation.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "wide_sum.h"
 
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Sums kept in float32 for values that travel narrower: wire compression sends float32 data as
 // bfloat16 or float16, and every sum of such values is taken in float32 and rounded once.
 //

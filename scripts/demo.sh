@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The main job on this machine: sets up, builds, and runs the quickstart job with reducectl
 # (examples/jobs/quickstart.yaml): 2 reducers (reduce-server), the primary and 3 workers
 # (build/examples/allreduce_demo) all-reduce float32 buffers from 1 KiB to 16 MiB through the

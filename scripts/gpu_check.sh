@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The GPU check, for a machine with an NVIDIA GPU (CI has none): builds only the CUDA kernels,
 # their tests and their benchmark, runs them, and keeps every log. Device time is scarce, so
 # the whole run fits a budget (GPU_CHECK_BUDGET_S, default 540 s) and each step gets what is

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # GPU check of the NCCL plugin, for a machine with an NVIDIA GPU, CUDA and NCCL (CI has none).
 # Builds libnccl-net-libreduce.so and reduce-server, starts two reducers, and runs real NCCL with
 # 2 and 4 ranks on the one GPU as separate "nodes" (a distinct NCCL_HOSTID each), so that NCCL

@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Style checks the code follows.
 #   scripts/lint.sh format           clang-format --dry-run over every C/C++/CUDA file
 #   scripts/lint.sh format --fix     rewrite files in place
 #   scripts/lint.sh tidy BUILD_DIR   clang-tidy over the library sources (needs compile_commands.json)
+#   scripts/lint.sh license [--fix]  every source file names its license (SPDX) near the top
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sources() { git ls-files '*.h' '*.hpp' '*.cc' '*.cpp' '*.c' '*.cu' '*.cuh' '*.inl'; }
+
+readonly spdx='SPDX-License-Identifier: BSD-3-Clause'
+# Every file a person edits as code, with its comment marker; generated and data files are not.
+licensed_files() {
+  git ls-files '*.h' '*.hpp' '*.cc' '*.cpp' '*.c' '*.cu' '*.cuh' '*.inl' '*.h.in' |
+    sed 's|$| //|'
+  git ls-files '*.py' '*.sh' '*.cmake' '*CMakeLists.txt' '*.cmake.in' '*.pc.in' '*Containerfile' \
+    '*.toml' | sed 's|$| #|'
+}
 
 case "${1:-}" in
   format)
@@ -38,8 +49,27 @@ case "${1:-}" in
     fi
     echo "clang-tidy: $(echo "$files" | wc -w) files clean"
     ;;
+  license)
+    # The identifier sits in the first 3 lines (after a #! line where there is one).
+    missing=0
+    while read -r file marker; do
+      head -n 3 "$file" | grep -q "$spdx" && continue
+      if [[ "${2:-}" == "--fix" ]]; then
+        if head -n 1 "$file" | grep -q '^#!'; then
+          sed -i "1a $marker $spdx" "$file"
+        else
+          sed -i "1i $marker $spdx" "$file"
+        fi
+      else
+        echo "$file: no '$spdx' in its first 3 lines (scripts/lint.sh license --fix adds it)" >&2
+        missing=$((missing + 1))
+      fi
+    done < <(licensed_files)
+    [[ $missing -eq 0 ]] || exit 1
+    echo "license: $(licensed_files | wc -l) files carry the SPDX identifier"
+    ;;
   *)
-    echo "usage: $0 format [--fix] | tidy BUILD_DIR" >&2
+    echo "usage: $0 format [--fix] | tidy BUILD_DIR | license [--fix]" >&2
     exit 2
     ;;
 esac

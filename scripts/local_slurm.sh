@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A real Slurm cluster on this one machine, for the tests and for anyone who wants to try
 # reducectl's Slurm backend without a cluster: munged, slurmctld and N slurmd (nodes n1..nN,
 # all on 127.0.0.1) run as root from a private state directory. The system's Slurm and munge

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Mutation check: builds the library, the reducer and the tests with one deliberate fault at a
 # time (tests/mutants/*.patch, applied to src/ only) and runs the C++ suite against each. Every
 # mutant must make some test fail; one that survives is a test missing. Prints a table of the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The project's Python environments (sourced by scripts/setup.sh, test.sh and the tools that
 # run Python with torch). Each is a virtual environment outside the clone, so that every clone
 # and every CI run on this machine shares it: it is created once from a pinned requirements

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs what libreduce needs to build, test and benchmark: Debian's packages, then the
 # project's Python environments (scripts/python_env.sh: virtual environments outside the clone
 # with the pinned torch and test tools from PyPI).

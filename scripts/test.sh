@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The project's test command: installs what is missing, checks formatting and lint, builds,
 # runs the C++ tests (CTest) and the Python tests (pytest), then builds with ASan + UBSan and
 # runs the C++ tests again, and builds the in-process tests with TSan and runs them.
@@ -18,8 +19,9 @@ source scripts/python_env.sh
 python=$(venv_python "$LIBREDUCE_VENV")
 python_torch2_11=$(venv_python "$LIBREDUCE_VENV_TORCH2_11")
 
-echo "== format check (clang-format)"
+echo "== format check (clang-format), license identifiers"
 scripts/lint.sh format
+scripts/lint.sh license
 
 echo "== build (build/), the torch backend against $("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
 cmake -S . -B build -G Ninja -DLIBREDUCE_WERROR=ON -DLIBREDUCE_WITH_TORCH=ON \

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Fails when docs/settings.md differs from `reduce-info --markdown` (regenerate it with
 # `build/src/tools/reduce-info --markdown > docs/settings.md`).
 execute_process(COMMAND ${INFO} --markdown OUTPUT_VARIABLE generated RESULT_VARIABLE rc)

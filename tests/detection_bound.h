@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How soon a test expects a frozen peer to be named. The docs promise: nothing heard from it for
 // a heartbeat period (LIBREDUCE_HEARTBEAT_MS), seen at the next progress tick (100 ms). The
 // slack is for a loaded 2-core machine; sanitizer builds, several times slower, get a second

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # expect_run.sh STATUS PATTERN... -- COMMAND [ARGS...]: runs COMMAND, shows its output, and
 # passes only when it exits with STATUS, every PATTERN (grep -E) matches a line of its output
 # and no sanitizer reported an error. CTest's PASS_REGULAR_EXPRESSION alone passes on the text

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // gloo_perf: Gloo's CPU collectives measured with rd_perf's flags, sweep, verification and
 // table, so libreduce's figures have a baseline taken the same way. All-reduce uses Gloo's
 // ring (AllreduceOptions with the RING algorithm, what PyTorch's Gloo backend runs on CPU

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // mpi_perf: the MPI library's collectives (MPI_Allreduce, MPI_Reduce_scatter_block,
 // MPI_Allgather, MPI_Bcast) measured with rd_perf's flags, sweep, verification and table, so
 // libreduce's figures have a baseline taken the same way. Launch with mpirun; the library

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Benchmark all-reduce systems side by side on an emulated cluster built on one machine.
 
 On one machine without caps, the benchmarks are memory-bound and reduction server loses to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Emulated cluster network: one Linux network namespace per host, a bridge, tc rate caps.
 
 Every worker and reducer gets its own network namespace with a single interface, ``eth0``, one

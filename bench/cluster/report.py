@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Results of the emulated-cluster benchmark: the cost model, CSV / JSON / markdown, and plots.
 
 Every measurement is a flat row (scenario, system, n, k, rate, size, placement, time, algbw,

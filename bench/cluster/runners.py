@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """How each all-reduce system is started inside an emulated topology, with bounded waits.
 
 One function per system starts its processes in the hosts' network namespaces (reducers first

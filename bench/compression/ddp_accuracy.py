@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """DDP accuracy with wire compression: examples/pytorch_ddp.py trained through the reducers with
 float32 gradients on the wire and with bf16 (or fp16) on the wire, side by side.
 

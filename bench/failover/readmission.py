@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """All-reduce rate before a reducer is lost, after, and once its replacement is re-admitted.
 
 Runs one reducectl job (docs/failover.md): RANKS ranks of rd_worker_check doing verified

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Bytes moved per second of the CPU reduction kernels next to memcpy, in one run.
 //
 // A reduction of N sources of S bytes moves (N + 1) * S bytes (N reads, one write); memcpy of S

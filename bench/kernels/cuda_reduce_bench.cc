@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Bytes moved per second of the CUDA reduction kernels next to cudaMemcpy device-to-device,
 // both measured in this run on the same device. A reduction of N sources of S bytes moves
 // (N + 1) * S bytes (N reads, one write); a copy of S bytes moves 2 * S; the ratio is the share

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Turns rd_cpu_kernel_bench (or rd_cuda_kernel_bench) JSON output into a markdown table of
 bytes moved per second, each next to memcpy's rate at the same thread count from the same run,
 and checks the bars (fp32 sum >= 80% of memcpy, bf16/fp16 sum >= 70%, the wire-compression

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Measures the CPU kernels against memcpy and writes the figures, with the command, the date and
 # the machine, to bench/results/kernels-cpu-<date>.{json,md}.
 #   bench/kernels/run_cpu_kernel_bench.sh [BUILD_DIR]     (default: build)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The interleaved comparison: per size, warm-up of every system, rounds of timed runs in a
 // rotating order, then one verified call of every system on exact inputs.
 #include "perf/algo_compare.h"

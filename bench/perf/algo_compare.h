@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Several systems measured in the same processes, interleaved: for each size, every system warms
 // up, then `rounds` rounds each time `iters` back-to-back calls of every system in turn (the
 // order rotates by round). A comparison across separate launches compares process sets as much

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Inputs whose reductions are exact in any order (small integers; 1 or 2 for products), and the
 // check of a result against them. Shared by the perf programs and the multi-process tests: every
 // rank can regenerate every other rank's input, so no rank needs the others' data to verify.

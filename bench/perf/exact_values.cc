@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "perf/exact_values.h"
 
 #include <cstring>

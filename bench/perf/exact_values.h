@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Exact test data: values whose reductions are exact in any order (small integers; 1 or 2 for
 // products), drawn from a hash of the element, the rank and a salt that differs from one
 // operation to the next. Depends on libreduce's public header only (its dtype and operator

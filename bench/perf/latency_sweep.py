@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Latency of all-reduce against size on this machine (loopback), rs and ring side by side.
 
 Each repeat runs rd_perf under `reducectl launch` once per algorithm (interleaved), every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The nccl-tests flags, parsed once for every perf program.
 #include <cstdio>
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The sweep: for each size, dtype and op, out-of-place then in-place, warm up, time `iters`
 // calls, then (with -c) run once more on fresh exact inputs and count wrong elements. Rank 0
 // prints the nccl-tests table and writes the JSON.

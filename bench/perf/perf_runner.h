@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The measuring loop shared by rd_perf and the baseline programs (gloo_perf, mpi_perf): the
 // nccl-tests all_reduce_perf flags, the same sweep, timing, verification and table, so every
 // system's figures are measured the same way. A program supplies a Backend; runPerf does the rest.

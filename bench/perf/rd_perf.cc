@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rd_perf: libreduce's collectives measured like nccl-tests' all_reduce_perf (same flags, same
 // table), through the reducers (--algo rs) or the ring between the workers (--algo ring).
 // One process per rank; ranks and the rendezvous come from the launcher's environment.

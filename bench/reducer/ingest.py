@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """One reducer's ingest rate: how many bytes per second a single reduce-server absorbs and
 sends back, with 1 or more network lanes (--lanes) and reduction threads (--threads).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The tuning searchers on synthetic objectives with known optima: the best value found after 16
 // and 32 trials (as regret: best minus the optimum), median and quartiles over seeds, Bayesian
 // optimization (one trial at a time, and 4 at a time with constant liars) against random search.

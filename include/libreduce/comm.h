@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /**
  * @file comm.h
  * @brief libreduce communicators and collectives (included by reduce.h).

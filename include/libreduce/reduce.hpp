@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /**
  * @file reduce.hpp
  * @brief Thin C++ layer over reduce.h: typed exceptions, type mapping, span-based reductions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "cpu/cpu_reduce.h"
 
 #if defined(__x86_64__)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CPU reductions: picks the instruction set at run time (by what the running CPU supports, or
 // LIBREDUCE_CPU_ISA), splits large reductions across threads, and uses non-temporal stores for
 // destinations too large to stay in cache.

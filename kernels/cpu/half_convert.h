@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Portable float16 / bfloat16 <-> float32 conversions, bit-exact with x86 F16C and with the
 // vectorized bfloat16 rounding in the kernels: round to nearest even, subnormals kept, NaN
 // quietened with its payload truncated.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // AVX-512 (F, BW, VL, DQ) kernels (64-byte vectors). Built with -mavx512f -mavx512bw ...; called
 // only when the running CPU and OS support them.
 #define RD_ISA_NAMESPACE avx512

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The entry points each per-ISA translation unit provides (isa_scalar.cc, isa_avx2.cc,
 // isa_avx512.cc). Only cpu_reduce.cc calls these, after checking the CPU supports the ISA.
 #pragma once

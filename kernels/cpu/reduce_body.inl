@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The CPU reduction kernels, written once over GCC/Clang vector extensions and compiled once per
 // instruction set: isa_<name>.cc defines RD_ISA_NAMESPACE and RD_VEC_BYTES, includes this file,
 // and is built with that ISA's -m flags. Everything here lives in the per-ISA namespace (and uses

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The wide-sum kernels (kernels/wide_sum.h), compiled once per instruction set after
 // reduce_body.inl, whose vector types and narrow loads / stores they share.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CUDA reduction kernels, bit for bit the CPU kernels' results (kernels/cpu/reduce_body.inl):
 // sources combine in index order, half types accumulate in float and round once (to nearest
 // even), integer sum/prod wrap, min/max propagate NaN from either side, avg multiplies by

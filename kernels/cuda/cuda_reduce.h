@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CUDA reductions: the interface and semantics of the CPU kernels (kernels/reduce_kernel.h) on
 // memory the current device can access, enqueued on a stream. Used by GPU reducers and by the
 // worker's on-GPU steps (scaling, casting). This header compiles without nvcc and without the

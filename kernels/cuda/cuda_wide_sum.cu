@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CUDA wide sums (kernels/wide_sum.h): float32 sums of bfloat16 / float16 values, rounded once,
 // bit for bit the CPU kernels' results. One element per thread-step of a grid-stride loop:
 // the work is two reads and a write per element, memory-bound at any unrolling, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The element types of the CUDA kernels: storage in memory, the type arithmetic runs in, and
 // the conversions, shared by the reductions (cuda_reduce.cu) and the wide sums
 // (cuda_wide_sum.cu) so that both round exactly as the CPU kernels do.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """libreduce: reduction-server all-reduce for distributed training.
 
 Collectives on numpy arrays and any buffer-protocol object::

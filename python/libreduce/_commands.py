@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The commands a `pip install .` puts on the environment's PATH: each runs the program of the
 same name installed inside the package (libreduce/bin), which finds its library and its sibling
 programs relative to itself (reducectl starts the reduce-server beside it)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Communicators on numpy arrays and buffer-protocol objects (over libreduce._core)."""
 
 from libreduce import _core

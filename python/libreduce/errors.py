@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Exceptions raised by libreduce: one class per status code of the C API.
 
 Every class derives from :class:`LibreduceError` and, where one fits, from the built-in

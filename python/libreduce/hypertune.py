@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Reports a tuning trial's metric in the format of Google's ``cloudml-hypertune``, atomically.
 
 Training code written for Vertex AI hyperparameter tuning keeps working under reducectl, with or

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The torch.distributed backend "libreduce".
 
 Importing this module registers the backend::

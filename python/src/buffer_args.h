@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Turning Python buffer-protocol objects (numpy arrays, bytearray, memoryview, array.array...)
 // into the pointer, element count and element type a libreduce collective takes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libreduce._core: communicators and collectives for Python. Every buffer-protocol object
 // works (numpy arrays, bytearray, memoryview); libreduce/__init__.py adds the numpy
 // conveniences. Failures raise the typed exceptions of libreduce.errors.

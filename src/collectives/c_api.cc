@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The C API of communicators and collectives (include/libreduce/comm.h). It is where the worker
 // side meets the reducer: a communicator without reducers joins through a rendezvous served in
 // this process (reduction_server/rendezvous_service.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Communicator settings from the LIBREDUCE_* table.
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reducer failover on the worker side (docs/failover.md): the live reducer set, what happens when
 // a reducer is lost, and the release round's bookkeeping that outlives an operation.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How a communicator fails: a lost reducer or neighbour, an error a reducer reports, an abort.
 // The first failure is told to the reducers (so the other ranks learn the root cause) and then
 // fails every operation; the communicator reports it on every later call.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Heartbeats between this rank and its reducers. A rank sends one on each reducer's data
 // connection 4 times per period (LIBREDUCE_HEARTBEAT_MS) and expects the same of every reducer:
 // anything from a reducer counts. A reducer that sent nothing for a whole period is frozen or cut

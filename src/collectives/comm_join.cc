@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The worker's half of the join handshake with each reducer:
 //   hello -> challenge -> auth (our proof) -> welcome (the reducer's proof) -> joined (epoch and
 //   every rank's address) or reject (reason).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Re-admission of a replacement reducer (docs/failover.md). A rank that lost reducer m connects
 // to its address again every kRejoinRetry and joins with kFlagRejoin. A replacement listening
 // there authenticates it as at the first join; the rank then names the first operation it has

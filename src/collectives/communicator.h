@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The worker side of a communicator: its connections to the reducers (and ring neighbours),
 // the join handshake, and the operations in flight. Public calls post work to the transport's
 // progress thread and wait on a Request; everything else runs on that thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "collectives/host_address.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Which address of this host other hosts reach it at: what a rank listens on for its ring
 // neighbours, and where rank 0's rendezvous listens when a communicator has no reducers.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One collective operation in flight on a communicator. Operations live on the progress thread:
 // they start, receive the messages addressed to their sequence number, watch their own timeout,
 // and complete their Request exactly once.

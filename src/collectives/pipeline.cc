@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "collectives/pipeline.h"
 
 #include <algorithm>

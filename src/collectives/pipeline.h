@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How an operation is pipelined through the reducers: its chunk size and how many chunks each
 // rank keeps in flight per reducer, chosen per operation from its size, the ranks and the
 // reducers (explicit LIBREDUCE_CHUNK_BYTES / LIBREDUCE_WINDOW win).

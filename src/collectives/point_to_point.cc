@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "collectives/point_to_point.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Point-to-point messages between the ranks of a communicator (rdSend / rdRecv): tagged,
 // received from one rank or from any, matched in the order each sender sent them (MPI's
 // non-overtaking rule per sender and tag). They travel over worker-to-worker connections made

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The ring rendezvous: without reducers the ranks still join through one service, which checks
 // their arguments and hands every rank the others' ring addresses. It is a reducer that serves
 // joins only, run inside rank 0's process (or the process that made the unique id). The worker

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The completion of one asynchronous operation: completed once on the progress thread, tested
 // or waited on from any thread.
 #pragma once

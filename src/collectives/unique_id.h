@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How ranks learn the communicator's facts: the unique id (NCCL style) or the launcher's
 // environment. Without reducers, rank 0 runs a small in-process rendezvous (rendezvous.h) and
 // the ranks use ring all-reduce.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The all-reduce algorithms a communicator can be set to, as data: the value of each
 // (rdAlgorithm_t), its name in settings, Python and reducectl, and what it does. The operations
 // that implement them are registered in collectives/algorithms/registry.h.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Job-secret authentication: both sides of a join prove they know the secret with an
 // HMAC-SHA256 over fresh nonces from each side, so neither the secret nor a replayable proof
 // ever crosses the network.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The few check macros libreduce code uses. A failed check logs "file:line -> status" at debug
 // level, so a failure reads as a trace from the root cause up; invariants print their values.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The element types and reduction operators as data: size and name of each, defined once for
 // the C API (rdDataTypeSize, rdDataTypeName, rdRedOpName), the wire protocol and the kernels.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Events for whoever runs the job: one JSON object per line, appended to LIBREDUCE_EVENTS_FILE
 // (reducectl reads them into the job record). Rare by design (a reducer failover), so each is
 // one open, write and close: nothing is buffered that a crash could lose.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A fixed set of worker threads that run submitted tasks in submission order (BytePS's engine
 // threads play this part there): the reducer's reductions run here, so its network progress
 // never waits on a kernel. Idle threads block on a condition variable and cost no CPU.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Just enough JSON writing: the replicas' CLUSTER_SPEC / TF_CONFIG, reducectl's job record, the
 // library's event lines (events.h).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every numeric limit of libreduce, defined once: the settings table's ranges, the C API's
 // argument checks, the wire protocol's validation, the reducer and the Python bindings all take
 // them from here.

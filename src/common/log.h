@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Logging: one line per message on stderr, filtered by LIBREDUCE_LOG_LEVEL
 // (none, error, warn, info, debug, trace; default warn).
 #pragma once

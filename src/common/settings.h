@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The one table of libreduce settings. Every setting has a name, an environment variable
 // (LIBREDUCE_<NAME>), a default and a description; reduce-info prints them all. Code reads
 // settings only through this table, never with a stray getenv.

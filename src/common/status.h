@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Status helpers shared by every part of libreduce: the per-thread "last error" message that
 // rdGetLastError returns, and setError() which records it and logs it in one place.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A small fixed pool of helper threads for splitting one large computation (a big reduction)
 // into parts. Waiting threads block on condition variables: an idle pool costs no CPU.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the c10d backend "libreduce" (python/src/torch) implements: reduce-info lists it, and
 // the backend module exports it as libreduce._torch.SUPPORTED_OPS.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The CollNet half of the plugin: NCCL's collective offload, served by libreduce's reducers.
 //
 // Every rank's listen() writes a random nonce into its handle; NCCL all-gathers the handles and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The exported ncclCollNetPlugin_v8 .. _v12 structs: each version's signatures adapted to
 // coll_net.h. NCCL uses CollNet only together with a Net struct of the same library.
 #include <vector>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // State behind the opaque pointers the Net half gives NCCL: listen, send and recv comms,
 // requests and memory handles. Fields marked "progress thread" are touched only there.
 #pragma once

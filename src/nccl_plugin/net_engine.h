@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Net half of the plugin: NCCL's point-to-point transport between nodes, over libreduce's
 // UCX transport (one per process, its own progress thread blocking on the UCX event fd).
 //

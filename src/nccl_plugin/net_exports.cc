@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The exported ncclNetPlugin_v8 .. _v12 structs: each version's signatures adapted to
 // net_engine.h. NCCL looks these up newest first and uses the first one it knows.
 #include "nccl_plugin/net_engine.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Logging through the function NCCL hands to init, and the translation of libreduce statuses
 // into NCCL error codes. The plugin never aborts: every failure becomes a code and a message.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Fills any version of ncclNetProperties from the version-neutral v8 fields, and the
 // virtual-device call of v9 and later (one device: nothing to merge).
 #pragma once

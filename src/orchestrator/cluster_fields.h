@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The job spec's fields for running on a cluster: Vertex's machineSpec, a pool's Slurm
 // resources and the job-level Slurm settings. Read strictly like the rest of the spec (types,
 // ranges, unknown keys); how they map to Slurm is the Slurm backend's (slurm_script.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "orchestrator/container_runtime.h"
 
 #include <sys/wait.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Replicas in containers: a pool with a containerSpec runs each replica with podman (`podman run`
 // in the foreground, so the replica's process is podman's and its signals reach the container).
 // The container shares the host's network (the addresses in CLUSTER_SPEC stay valid), mounts the

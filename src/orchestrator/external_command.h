@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Another program run to its end with its output collected (Slurm's and Kubernetes' command-line
 // tools), within a time limit so that a server that does not answer becomes an error, not a hang.
 #pragma once

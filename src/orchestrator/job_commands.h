@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // reducectl's commands on a job that another reducectl follows: run --detach (start it in the
 // background and return its id), status and cancel (by id or directory, either backend).
 #pragma once

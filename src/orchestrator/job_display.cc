@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "orchestrator/job_display.h"
 
 #include <unistd.h>

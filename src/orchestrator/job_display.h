@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What reducectl shows on the terminal while a job runs: each replica's output line by line with
 // its name in front, reducectl's own notes, and on a terminal a one-line live status that is
 // redrawn under the output.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What a local job owns outside its processes: its id, its output directory, the job secret (a
 // private temporary directory, never the output directory, which may be shared) and the TCP
 // ports its replicas are given.

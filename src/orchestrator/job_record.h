@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A job's replicas as the local backend tracks them, and what is reported about them: the live
 // status line, the final summary on the terminal and the job record (job.json) in the job's
 // directory.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The reducectl job spec: worker pools modelled on Vertex AI's workerPoolSpecs (pool 0 primary,
 // 1 workers, 2 reducers, 3 evaluators), job-level scheduling and libreduce settings. Parsed from
 // YAML (JSON is accepted: it is YAML too) and validated in full before anything starts; every

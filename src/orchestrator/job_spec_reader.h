@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The job spec's reader as a part other specs embed (a tuning job's trialJobSpec), and the
 // loading and error formatting every spec of reducectl shares.
 #pragma once

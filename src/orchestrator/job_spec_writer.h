@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A parsed job spec written back as a spec (JSON, which the spec reader reads: JSON is YAML), so
 // that processes started elsewhere (the Slurm backend's replicas, on other nodes) read the same
 // job, including one made from the command line (reducectl launch).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A job's live status on disk, so that `reducectl status JOB` and `reducectl cancel JOB` work on
 // a job run by another reducectl (--detach, another terminal): JOB_DIR/reducectl/status holds the
 // state, the backend, the process following the job and Slurm's job id; a registry of job ids

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Kubernetes backend: applies a job's manifests (kube_manifests.h) with kubectl where a
 // cluster is reachable, follows the JobSet to its end (QUEUED until a pod runs, PROVISIONING
 // until every reducer is Ready, RUNNING, then the JobSet's Completed or Failed condition),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Kubernetes backend's manifests: a job spec as a JobSet (jobset.x-k8s.io/v1alpha2) with one
 // replicatedJob per pool (reducers first; the other pools start once the reducers are Ready), the
 // job secret as a Secret mounted as a file, and the local backend's environment contract, with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The local backend: runs a job's replicas as processes on this machine and drives the job's
 // life: reducers first (until every one reports ready), then the primary, workers and evaluators;
 // success, failure, restarts (one replica, or the whole job), timeout and cancellation; logs; and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The local backend's job (local_backend.h): the replicas of one job run as child processes
 // of reducectl, through their lives and the job's. Private to the local backend: its life
 // (local_backend.cc) and what it does when a replica ends (local_replica_exits.cc).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the local backend's job does when a replica ends: reaping it, and then going on without
 // a lost reducer (failover), restarting the job, or failing it; a rank's failure waits a
 // moment for the reducer exit that may have caused it.

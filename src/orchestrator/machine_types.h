@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Vertex AI's machine types as resources: how many vCPUs, how much memory and how many GPUs a
 // machineSpec stands for, so that a backend can ask its scheduler for the same.
 #pragma once

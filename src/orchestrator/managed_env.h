@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The variables reducectl sets for every replica, defined once: the job's wiring. A spec may not
 // set them, and a value inherited from reducectl's own environment is scrubbed before a replica
 // starts, so that nothing overrides what reducectl gives.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "orchestrator/network_emulation.h"
 
 #include <sys/wait.h>

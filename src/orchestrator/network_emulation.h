@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Emulated per-host NICs for a local job (reducectl run --emulate-network, root only): every
 // replica in its own network namespace with one link, capped in both directions at its pool's
 // resources.nicGbps, all joined by a bridge. The namespaces come from the benchmark harness

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Makes sure no replica outlives reducectl, even when reducectl itself is killed with SIGKILL and
 // cannot clean up. A small guard process, forked before any replica, learns every replica's
 // process group through a pipe; when the pipe closes without a clean goodbye (reducectl is gone)

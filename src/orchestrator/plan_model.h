@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The sizing model behind `reducectl plan`: how many reducers a job needs for its workers' NIC
 // bandwidth, and the all-reduce speed-up over ring that the model predicts for a reducer count.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // reducectl: runs libreduce jobs described by a job spec.
 //
 //   reducectl run SPEC [--backend local|slurm] [--detach] [--quiet] [--job-id ID]

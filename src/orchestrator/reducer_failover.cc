@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "orchestrator/reducer_failover.h"
 
 #include <yaml-cpp/yaml.h>

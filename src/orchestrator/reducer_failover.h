@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // reducectl and reducer failover (docs/failover.md): whether a job's ranks go on without a lost
 // reducer, how often a reducer is replaced, and the record of each failover: what the backend saw
 // of the reducer (its end, its replacement) merged with rank 0's LIBREDUCE_EVENTS_FILE

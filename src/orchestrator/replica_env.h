@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The environment each replica of a job gets: the cluster layout in Vertex AI's CLUSTER_SPEC and
 // TensorFlow's TF_CONFIG, torchrun's variables, the libreduce settings that join it to the
 // reducers, and the AIP_* output directories.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A replica's output as it arrives: every byte to its log file, whole lines to the terminal with
 // its name in front, and its last few error lines kept for the job's cause and summary.
 #pragma once

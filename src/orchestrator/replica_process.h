@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One replica of a job as a child process: its own session and process group (one signal stops it
 // and everything it started), an environment built from scratch, its standard output and error on
 // pipes that the job loop reads.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "orchestrator/slurm_backend.h"
 
 #include <fcntl.h>

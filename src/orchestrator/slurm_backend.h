@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Slurm backend: runs a job spec as one heterogeneous Slurm job per attempt (slurm_script.h)
 // and follows it from Slurm's own state (squeue, scontrol) and the files its replicas write in
 // the shared job directory: QUEUED while pending, PROVISIONING until every reducer is ready,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Slurm's own commands as the Slurm backend uses them: sbatch to submit, squeue for the live
 // state, scontrol for the state of a job that left the queue, scancel. No accounting database is
 // needed. Each command runs with a time limit, so a controller that does not answer becomes an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // `reducectl slurm-replica`: one replica of a Slurm job, run by the attempt's srun step on a node
 // (one task per replica, the replica's index is SLURM_PROCID). It meets the other replicas
 // through the shared job directory: a reducer starts at once and its ready file gives its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Slurm backend's batch script: one heterogeneous job per attempt, one component per pool,
 // each pool's replicas started by one srun step (one task per replica) that runs
 // `reducectl slurm-replica` on the nodes. The script itself decides the attempt's outcome: it

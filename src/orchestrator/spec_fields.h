@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Typed, strict reading of YAML nodes for the job spec: every value is checked for its type and
 // range, every map for unknown and repeated keys, and a failure names the field path and the
 // node's position. The schema itself lives in job_spec.cc.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How an operation's buffer is cut into chunks, which reducer serves each chunk, which ranks
 // contribute to it and which receive its result. Workers and reducers both derive everything
 // from the same few header fields, so they agree without exchanging any table.

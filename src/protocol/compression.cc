@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "protocol/compression.h"
 
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Wire compression: which operations travel narrower than their data, as what, and how a
 // frame says so. float32 values of an all-reduce or reduce-scatter (sum, avg) and of an
 // all-gather travel as bfloat16 or float16 when the communicator asks (LIBREDUCE_WIRE_DTYPE):

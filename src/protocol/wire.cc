@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "protocol/wire.h"
 
 #include <cstring>

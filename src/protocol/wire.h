@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The wire protocol between workers and reducers (and between ring neighbours): one fixed
 // header per message, sent as the UCX active-message header, followed by an optional payload.
 // Everything that arrives from the network is untrusted: parseHeader() and the check*()

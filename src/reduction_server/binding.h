@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Binds the reducer process (its threads and memory) to the CPUs closest to the network
 // interface it listens on, with hwloc.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The reducer's memory: every chunk buffer comes from here, and the total in use never exceeds
 // the configured limit whatever the message sizes. Freed buffers are kept for reuse (no page
 // faults in steady state) but count against the limit too, so the footprint stays flat.

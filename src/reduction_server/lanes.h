@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A reducer process that uses several cores for network progress: `lanes` independent
 // reduction servers, each with its own progress thread, UCX worker and listening port, sharing
 // one executor for the reductions. Each lane is a reducer address of its own (workers list them

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One communicator (job) as a reducer sees it: the ranks' connections and a slot per
 // (operation, chunk) that collects the contributions, reduces them and sends the result to every
 // rank that needs it (slot.h). Large reductions run on the executor and report back through

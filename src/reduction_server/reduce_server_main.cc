@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // reduce-server: the reducer daemon. Thin over ReductionServer: parse flags, start, print one
 // ready line, wait for SIGTERM / SIGINT, stop.
 //

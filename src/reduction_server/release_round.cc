@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Failover's release round on the reducer (docs/failover.md): which ranks have every answer of
 // an operation (kLanded), which completed it after a loss (kDone), and the kReleased that tells
 // every rank its buffers may go back. A rank that completed without waiting gets its kReleased

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "reduction_server/rendezvous_service.h"
 
 #include <map>

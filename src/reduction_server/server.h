@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The reducer: accepts worker connections, authenticates them with the job secret, groups them
 // into communicators and feeds their chunks to ReduceComm. Serves any number of communicators at
 // once; a misbehaving connection is closed and everyone else keeps being served.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One (operation, chunk) on a reducer: the contributions of the ranks, the running result, and
 // the result sends. Its memory comes from the BufferPool (one slice per contribution, side by
 // side) and goes back once nothing receives into it, reduces in it or sends from it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // reduce-info: what this libreduce build contains and how it is configured right now.
 //   reduce-info            build configuration, CPU kernel selection, every setting
 //   reduce-info --settings every setting only (name, environment variable, value, source)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "transport/progress_engine.h"
 
 #include <sys/epoll.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The progress engine: the one thread per process that drives every transport, and so every
 // communicator and reducer in it (as gloo's Device serves all of its contexts). Other threads
 // only post work to it and wait. It sleeps in epoll on the event fds of its sources and on a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The transport interface: non-blocking, message-oriented connections between libreduce
 // processes, shaped like NCCL's net plugin (listen / connect / accept, register, send / receive
 // with completion, close, peer failure). Implementations are created by name

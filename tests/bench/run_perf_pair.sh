@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs one of the perf programs with 2 ranks on this machine, small sizes, for the test suite:
 #
 #   tests/bench/run_perf_pair.sh rd|gloo|mpi BUILD_DIR [PERF FLAGS...]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Unit tests of the emulated-cluster benchmark harness (bench/cluster) that need no root.
 
 They cover what the smoke run cannot check cheaply: rate and scenario parsing, the cost model's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for the bootstrap handshake (src/transport/bootstrap/handshake.h), the first
 // thing every listening port parses. The input's first byte picks a mode; the second sets the
 // size of the pieces the rest arrives in (TCP splits bytes anywhere):

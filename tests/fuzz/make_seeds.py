@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Writes the seed corpora of protocol_fuzz (corpus/) and bootstrap_fuzz (corpus_bootstrap/),
 next to this script.
 

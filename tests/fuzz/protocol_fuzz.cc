@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for the wire-protocol parsers: the first sizeof(Header) bytes of an input are
 // a received header, the rest its payload. Besides "no crash, no sanitizer report", it checks
 // what the parsers promise: an accepted frame is safe to size buffers from, and an accepted

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The hostile inputs of the hostile-network suite, and a second, independent implementation of
 the connecting side of libreduce's bootstrap handshake (src/transport/bootstrap/handshake.h) to
 build the ones that need it: a wrong proof, a replayed handshake, a truncated one.

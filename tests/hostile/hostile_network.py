@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The hostile-network suite: every TCP port a reducer and a worker listen on (found with `ss`,
 then told apart by probing: the one that answers a bootstrap hello with a challenge is
 libreduce's, the others are UCX's) gets each hostile input of attacks.py while a verified job

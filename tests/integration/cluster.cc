@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "cluster.h"
 
 #include <arpa/inet.h>

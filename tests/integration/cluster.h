@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Test harness for multi-process tests: starts real reduce-server processes and real worker
 // processes (rd_worker_check), collects their output and exit status with time limits, and
 // kills whatever is left when the test ends.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every collective through real reduce-server processes and real worker processes over UCX,
 // checked element by element against rdLocalReduce of every rank's inputs.
 #include <gtest/gtest.h>

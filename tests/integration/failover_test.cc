@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reducer failover with real processes over UCX (docs/failover.md): a communicator of 4 ranks and
 // 3 reducers runs 500 verified all-reduces of 1 MiB while one reducer is killed and another
 // frozen; every operation is exact and each rank reports what the faults cost. Losing every

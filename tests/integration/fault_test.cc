@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Faults and bad input with real processes: dead and frozen workers, a dead reducer, ranks that
 // disagree, wrong secrets, an unreachable reducer, abort. Each case is bounded in time and must
 // name the culprit.

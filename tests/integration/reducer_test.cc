@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The reducer as a service: bounded memory whatever the message size, flat memory over a long
 // run, no CPU while idle, malformed frames close only the offending connection.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rd_worker_check: one rank of a multi-process test. Creates a communicator from the environment
 // (RANK, WORLD_SIZE, LIBREDUCE_REDUCERS, LIBREDUCE_COMM_ID ...), runs every requested collective
 // x dtype x op x count x placement, and checks each result against rdLocalReduce over all ranks'

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CPU kernels against the scalar reference: every dtype x op x count x source count x ISA,
 // plus exact sums, NaN/Inf, aliasing, misaligned buffers, threads, streaming stores and errors.
 #include <gtest/gtest.h>

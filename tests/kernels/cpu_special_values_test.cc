@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // NaN / Inf behaviour, integer wrap-around, argument errors, and the float16 / bfloat16
 // conversions checked against the compiler's own _Float16 and hand-worked bfloat16 cases.
 #include <gtest/gtest.h>

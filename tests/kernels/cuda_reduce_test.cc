@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CUDA kernels against the CPU kernels (scalar ISA), bit for bit; NaN matches NaN whatever its
 // payload. Every dtype x op x count x source count, the three memory paths (16-byte vectors
 // with a head and a tail, element loads, byte loads), counts large enough for the unrolled

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The scalar reference the kernels are tested against: one element at a time, written for
 // clarity, following the semantics documented on rdLocalReduce.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Deterministic test inputs for the kernel tests: random bit patterns for integers, random
 // values in [-1, 1) for floating types, and small integers whose sums are exact in any order.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The wide-sum kernels (wire compression's float32 sums of bfloat16 / float16 values): every
 // instruction set and thread count gives the bits of an element-by-element reference, the
 // result is rounded once, overflow gives infinity, and bad arguments are refused.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Every collective through the real worker and reducer code, ranks x reducers x collective, with
 // counts that do not divide by ranks, reducers or chunks, over the loopback transport: the
 // ReducerOp, RingOp, ring composite and ReduceComm against each other, verified exactly.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Wire compression end to end (ranks and reducers in one process): the result is the float32
 // sum of the rounded inputs, rounded once; its error against a float64
 // reference stays under the bound docs/performance.md states; deterministic mode is bit-identical

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The progress engine and the loopback transport on their own: ordering of posted work and
 // timers, deferral, retirement, and the transport semantics the protocol relies on (connect
 // failures reported later, in-order delivery, rendezvous completing on fetch, a closed or killed

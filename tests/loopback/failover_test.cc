@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reducer failover (docs/failover.md): a communicator that loses a reducer, killed or frozen,
 // mid-operation or between operations, goes on with the others; every result stays exact; a
 // result some ranks got from the lost reducer and others did not ends the same everywhere; when

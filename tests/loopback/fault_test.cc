@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Faults injected into the loopback network while the real worker and reducer code runs:
 // reordered, late, dropped and duplicated frames, a rank that leaves, a reducer that freezes or
 // dies mid-operation, ranks that disagree. Each case ends within its bound with exact results

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Heartbeats (LIBREDUCE_HEARTBEAT_MS): a frozen reducer is named by every rank, and a frozen rank
 // by the reducers (who tell the others), within the heartbeat period, while the operation
 // timeout is a minute; an idle communicator outlives many periods; ranks must agree on the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Joining: the algorithm is resolved once from every source of settings and every rank must
 // agree; the unique id's reducers win over the environment; the secret is proven both ways.
 #include <gtest/gtest.h>

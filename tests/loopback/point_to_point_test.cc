@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Point-to-point messages through the real communicator code over the loopback transport:
 // tags and their order, receives from any rank, messages in several pieces, receives posted
 // before and after the send, wrong sizes, timeouts, a sender that dies or leaves, and forged

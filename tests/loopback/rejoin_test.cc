@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Re-admission of a replacement reducer (docs/failover.md): a reducer started where a lost one
 // listened joins the running communicator at an operation boundary and serves its chunks
 // again; operations in flight through the admission stay exact; a reducer that cannot prove the

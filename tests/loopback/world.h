@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A whole job in one process: reducers and ranks as objects over the loopback transport, on a
 // progress engine of their own, as gloo runs ranks as threads and UCC emulates a team. Every
 // rank posts from the test's thread and the engine runs them all, so a case takes milliseconds;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The plugin harness's parts: the out-of-band exchange that stands in for NCCL's bootstrap, the
 // Net checks and the CollNet checks. Each check prints what failed and returns false.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CollNet checks: reduceSupport says exactly what the kernels reduce; all-reduces of every dtype
 // and operator with inputs whose results are exact in every type, several in flight; windowed
 // all-gather and reduce-scatter as NCCL's CollNet Direct slices them.

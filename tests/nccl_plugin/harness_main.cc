@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rd_nccl_plugin_harness: one rank of a multi-process run that drives libnccl-net-libreduce.so
 // the way NCCL does, with host memory. Rank and size come from RANK / WORLD_SIZE; the ranks
 // exchange handles through files in --dir (NCCL's bootstrap in a real job).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Net checks: the ring is set up with NCCL's non-blocking connect / accept loop, then messages
 // of several sizes move rank -> rank + 1 with receives posted before the send (matched on
 // arrival), after it (held until posted), grouped, and with one tag used twice (order kept).

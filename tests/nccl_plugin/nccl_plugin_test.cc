@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libnccl-net-libreduce.so as NCCL uses it: N harness processes (rd_nccl_plugin_harness) load the
 // plugin, resolve one struct version and run Net transfers and CollNet collectives against real
 // reduce-server processes, for every exported version; then the faults NCCL jobs meet: no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Loads libnccl-net-libreduce.so the way NCCL does (dlopen, then ncclNetPlugin_vN and
 // ncclCollNetPlugin_vN looked up newest first) and gives the harness one version-neutral set of
 // calls over whichever struct version it resolved, so every test runs unchanged per version.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # reducectl_launch.sh REDUCECTL HARNESS PLUGIN: two plugin harness ranks under
 # `reducectl launch` with two reducers, in a scratch directory removed afterwards; the status is
 # reducectl's.

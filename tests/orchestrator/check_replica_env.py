@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Checks the environment reducectl gives a replica; run as the replica's command.
 
 Reads CLUSTER_SPEC (Vertex AI) and TF_CONFIG (TensorFlow) and checks that they agree with each

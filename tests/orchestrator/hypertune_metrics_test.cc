@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "orchestrator/tuning/hypertune_metrics.h"
 
 #include <gtest/gtest.h>

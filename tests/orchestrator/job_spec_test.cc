@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "orchestrator/job_spec.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Kubernetes names reducectl derives (the whole manifests are checked against a schema by
 // test_reducectl_kubernetes.py).
 #include "orchestrator/kube_manifests.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Slurm backend's pieces that need no Slurm: the cluster fields of the spec, machine types,
 // the batch script, the spec the nodes read back, Slurm's tasks-per-node form.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Replicas in containers: pools with a containerSpec run under podman (real podman, an image
 built here from the project's own build: its programs and the libraries they load, imported as a
 root filesystem; no registry). Every test checks at its end that no process and no container of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Reducer failover under `reducectl run` (docs/failover.md): a reducer lost while the job runs
 does not end the attempt; reducectl starts a replacement at its address, the ranks re-admit it,
 and job.json records the failover with rank 0's view of what it cost. Real reducectl,

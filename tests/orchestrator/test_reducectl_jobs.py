@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Whole jobs through `reducectl run`: real reducectl, real reduce-server and replica processes.
 
 Every test gives its job a unique id and, at the end, looks for any process on the machine whose

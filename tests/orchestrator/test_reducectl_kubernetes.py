@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`reducectl render --backend kubernetes`: the manifests of several specs validated against
 what the APIs accept: the JobSet (with its Job and Pod templates) against JobSet's published
 CRD (schemas/), the Secret against kube_schema.json, objects closed in both (an unknown field is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Whole jobs through `reducectl run --backend slurm` on a real Slurm: slurmctld and four slurmd
 on this host (scripts/local_slurm.sh, started and stopped by CTest's fixture), real sbatch /
 srun / squeue / scancel, real reduce-server and replica processes.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Tuning jobs through `reducectl tune`: real reducectl, each trial a real local job.
 
 The trial program is tune_trial.py (its docstring says what it does on request). At the end of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A trial program for the tuning tests: reads its hyperparameters (--name=value), reports an
 objective the way cloudml-hypertune does, and misbehaves on request.
 

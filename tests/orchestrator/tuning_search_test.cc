@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The tuning searchers: the unit-cube encoding, grid coverage, random reproducibility, the
 // Gaussian process and Bayesian optimization on small objectives with known optima.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The tuning spec's checks, the median stopping rule, the study's stopping rules and trials.json.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs this build tree into a temporary prefix, then builds and runs small programs against
 # it twice: through find_package(libreduce) and through pkg-config.
 # usage: test_downstream.sh BUILD_DIR SOURCE_DIR [PYTHON]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Fixtures for the Python suite: the freshly built package, real reduce-server processes and
 groups of real worker processes.
 

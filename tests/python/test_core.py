@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The core bindings (libreduce._core through the libreduce package): argument checking and
 typed errors in one process, then real collectives between worker processes, through real
 reduce-server processes and through the ring."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """DistributedDataParallel over libreduce against the same training over gloo: 20 steps of
 a small model, 2 and 4 processes, with and without find_unused_parameters, through the
 reducers and through the ring. With integer data whose gradients every summation order

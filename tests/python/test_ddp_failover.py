@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """DDP under reducectl through a reducer failover (docs/failover.md): examples/pytorch_ddp.py in
 deterministic mode, 4 ranks and 3 reducers, one reducer SIGKILLed mid-training. The job goes on
 in its first attempt, reducectl starts a replacement and records the failover, and the final

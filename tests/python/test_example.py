@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """examples/pytorch_ddp.py as a reducectl job, run exactly as its job file says."""
 
 import re

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """libreduce.hypertune: cloudml-hypertune's file format (as reducectl's reader expects it),
 written atomically.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Ranks on separate hosts and no reducers: each rank in a network namespace of its own (198.18.0.0/15
 addresses only, torn down after each test), so that no rank shares the others' loopback. The
 rendezvous rank 0 hands out must be an address the other hosts reach, through the torch backend

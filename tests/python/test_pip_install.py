@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`pip install .` as a user does it: a new virtual environment that has torch, pip's isolated
 build (scikit-build-core over the project's CMake), and then a 2-rank torch job through a
 reducer started by the installed reducectl, with the installed package only."""

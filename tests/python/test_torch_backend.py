@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The c10d backend "libreduce" under real torch.distributed, with real reduce-server
 processes (and the ring, without reducers): collectives on every dtype and op, argument
 errors, a rank that dies, and what travels through torch's store."""

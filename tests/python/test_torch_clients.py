@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What PyTorch 2.x builds on a process group, on libreduce and on gloo side by side: FSDP2,
 DTensor, the functional collectives and a torch.compile'd model under DDP (the worker,
 workers/torch_clients_worker.py, says what each does). Every result must equal gloo's to the

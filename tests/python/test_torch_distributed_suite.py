@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """PyTorch's own distributed test suite (torch.testing._internal.distributed.distributed_test)
 with BACKEND=libreduce, through real reducers and on the ring: every test of the file that
 passes with gloo on this machine and this torch (torch_suite/gloo_reference.json) passes, or is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Point-to-point, all-to-all, gather / scatter, the monitored barrier and DDP communication
 hooks of the c10d backend "libreduce", between real processes, through real reduce-server
 processes and on the ring."""

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // auto's measurements (collectives/algorithms/auto_tuner.h) on one rank, with made-up times:
 // how many calls a size class tries, and that the decision goes by the runs after each
 // algorithm's first.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The bootstrap handshake on its own (no sockets): both sides complete with one secret and learn
 // each other's tag and address; a wrong secret is refused on both sides with a clear reason; a
 // replayed handshake, garbage, an oversized frame and bytes after the end are refused; every

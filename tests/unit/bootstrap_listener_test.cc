@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The bootstrap over real TCP on 127.0.0.1, driven by a private progress engine: a connector
 // and a listener complete; a wrong secret fails fast on both sides; idle connections held open
 // past the pending cap cannot lock a real peer out; a silent connection is dropped at its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The public C API and the C++ layer, linked against libreduce.so exactly as users link it.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Chunk geometry: how a buffer is cut into chunks, which ranks contribute and receive each one,
 // and which reducer serves it, for every collective.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The per-operation pipeline (collectives/pipeline.h): chunk sizes and windows for every shape
 // of operation, and their bounds.
 #include "collectives/pipeline.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The wire protocol's parsers. Every frame comes from the network, so each
 // rejection test starts from a valid frame and breaks exactly one field: the reason text is
 // checked too, so a frame refused for some other reason does not pass as the intended check.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What a group knows of its failures: the first one (for getError) and the abort hooks to run
 // when one happens. Shared by the group and its works, which may outlive it.
 #pragma once

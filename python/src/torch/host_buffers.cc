@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "host_buffers.h"
 
 #include <c10/util/Exception.h>

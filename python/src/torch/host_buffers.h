@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Tensors as libreduce buffers: contiguous host memory, staged copies, and the argument checks
 // every operation of the backend shares.
 #pragma once

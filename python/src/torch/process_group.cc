@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "process_group.h"
 
 #include <c10/util/Exception.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The c10d backend "libreduce": torch.distributed collectives through libreduce (torch 2.x).
 //
 // A c10d::Backend, which torch wraps in a ProcessGroup and routes to by device

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The group's life: joining through torch's store, splitting, the timeout, errors, abort and
 // shutdown.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The backend's point-to-point operations, and the collectives that move only what they must
 // over them: gather and scatter (one message per rank, to or from the root), all-to-all (one per
 // pair, uneven splits) and the monitored barrier. Messages travel as bytes, so every element

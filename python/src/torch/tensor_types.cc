@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "tensor_types.h"
 
 #include <c10/util/Exception.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How torch tensors and reduce ops map onto libreduce element types and operators.
 #pragma once
 

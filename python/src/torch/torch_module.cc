@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libreduce._torch: the c10d backend class and its options, created by libreduce/torch.py's
 // creator function.
 #include <pybind11/chrono.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // c10d works for libreduce requests, and the thread that completes them.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "collectives/algorithms/auto_tuner.h"
 
 #include <algorithm>

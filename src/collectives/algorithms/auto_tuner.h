@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // LIBREDUCE_ALGO=auto on a communicator with reducers: which of rs and ring runs each
 // all-reduce. Which one is faster at a size depends on the links, the reducers and the CPUs
 // (ring wins on one host, where memory is the network, and where messages cost more CPU than

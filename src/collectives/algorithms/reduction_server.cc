@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The reduction-server algorithm ("rs"): the buffer is cut into chunks (protocol/chunking.h),
 // each chunk goes to its reducer with at most `window` chunks in flight per reducer, and results
 // are received straight into the output buffer while later chunks are still being sent. Runs

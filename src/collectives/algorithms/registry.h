@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The registry of algorithms: for each rdAlgorithm_t (named and described in
 // common/algorithm.h), the collectives and sizes it runs, what it needs, and the factory of its
 // operations. The communicator resolves its algorithm once (resolveAlgorithm) and picks the one

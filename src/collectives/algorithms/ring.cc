@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The ring algorithm ("ring"): all-reduce between the workers, over the same transport: the
 // baseline every figure is compared with, and the algorithm when no reducers are given. The buffer
 // is cut into nranks segments; 2(n-1) steps (reduce-scatter, then all-gather) each pass one segment

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "collectives/algorithms/ring_composite.h"
 
 #include <cstring>

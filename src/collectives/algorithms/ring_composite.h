@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Collectives other than all-reduce on a communicator without reducers, run as one ring
 // all-reduce each: correct for every dtype and exact (data movement is a uint8 sum with
 // zeros), though not bandwidth-optimal (all-gather and broadcast move n times the bytes of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Bayesian optimization: a Gaussian process (gaussian_process.h) models the objective over the
 // unit cube from the finished trials; the next trial maximizes its expected improvement over the
 // best predicted value at a trial so far. The first trials are random (the model needs points to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // When a tuning job stops a trial early, and when it starts no more trials.
 #pragma once
 

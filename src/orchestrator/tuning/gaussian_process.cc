@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "orchestrator/tuning/gaussian_process.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Gaussian-process regression for the Bayesian searcher: a Matern 5/2 kernel with a length scale
 // per input (ARD) or one shared, a constant mean, Gaussian noise. The outputs are standardized
 // (the constant mean is their average or their lowest value); the hyperparameters are fitted by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Grid search: every combination of the active values, in a fixed order, each tried once.
 //
 // The grid is a tree: a list of sibling parameters multiplies (mixed radix, the first parameter

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reader of the cloudml-hypertune metrics file (format: hypertune_metrics.h, as found in
 // GoogleCloudPlatform/cloudml-hypertune, hypertune/hypertune.py). The file is the training
 // program's output, so it is parsed as untrusted text: a small strict JSON parser with a depth

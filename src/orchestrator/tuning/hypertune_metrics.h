@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The metrics file a tuning trial reports through, in the format of Google's cloudml-hypertune
 // package, which training code for Vertex AI hyperparameter tuning calls. What that writer does,
 // as read in its source (GoogleCloudPlatform/cloudml-hypertune, hypertune/hypertune.py, the same

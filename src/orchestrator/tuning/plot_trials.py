@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Draws a tuning job's trials: the objective of each trial against its number, and the best so
 far, from the trials.json `reducectl tune` writes.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Random search: each trial drawn uniformly in the transformed space, from a generator seeded by
 // (seed, trial number), so a resumed study draws what an uninterrupted one would have.
 #include "orchestrator/tuning/search_space.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The searchers of a tuning job: grid, random and Bayesian optimization. A searcher holds no
 // history of its own: each suggestion is computed from the trials so far (finished and still
 // running), so a resumed tuning job continues where it stopped, and a seed makes the sequence

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The parameters of a study as points of the unit cube, where the searchers work, and the pieces
 // the searchers share: a portable random generator, trial keys, the grid's enumeration and the
 // searchers' constructors (search.cc picks one).

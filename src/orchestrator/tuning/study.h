@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The study of a tuning job, as Vertex AI's StudySpec describes it: the metrics to optimize and
 // the parameters to search, with their ranges, scales and conditions. Filled by the tuning spec's
 // parser (tuning_spec.h); read by the searchers (search.h) and the trial runner.

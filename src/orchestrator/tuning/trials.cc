@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "orchestrator/tuning/trials.h"
 
 #include <algorithm>

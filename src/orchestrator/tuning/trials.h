@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The trials of a tuning job as reducectl tracks them, and what is written about them:
 // trials.json in the tuning job's directory (rewritten atomically after every change; read back
 // by `reducectl tune --resume`), and the table printed at the end.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "orchestrator/tuning/tuning_job.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A tuning job on this machine: trials suggested by the study's searcher, each a whole local job
 // (its own reducers, secret and communicator) run by a child process of reducectl, at most
 // parallelTrialCount at once; their hypertune reports read while they run (median early

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The reducectl tuning spec, shaped like Vertex AI's HyperparameterTuningJob: displayName,
 // baseOutputDirectory, maxTrialCount, parallelTrialCount, maxFailedTrialCount, studySpec and
 // trialJobSpec (a job spec as `reducectl run` takes it, displayName optional). Parsed and checked

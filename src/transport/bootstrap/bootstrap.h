@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The bootstrap: libreduce's own TCP listeners and outgoing handshakes, which a transport puts
 // in front of UCX. Every connection runs the handshake (handshake.h) within a deadline; only a
 // peer that proved the secret gets this side's worker address and tag. A listener holds at most

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The bootstrap handshake: how two libreduce transports prove to each other that they share the
 // job secret over a plain TCP connection, before either one learns anything it could use to
 // reach the other's UCX worker. Sans-IO (bytes in, bytes out), so the fuzzer drives it directly.

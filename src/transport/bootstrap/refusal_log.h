@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Refused bootstrap connections, logged once per peer address and then summarized: a port
 // scanner, a health check or a flood gets one line per address and minute, never one per
 // connection.

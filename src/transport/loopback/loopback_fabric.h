@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The in-process network the loopback transports of one process share, and the faults a test
 // injects into it: dropped, duplicated, delayed and reordered messages, frozen peers (their
 // messages wait, their timers stop, as under SIGSTOP) and killed peers (every connection to them

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "transport/loopback/loopback_network.h"
 
 #include <algorithm>

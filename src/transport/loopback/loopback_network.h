@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The loopback network's state (internal to the loopback transport): who listens where, the
 // links between transports, messages on their way, and the faults to apply. Shared by the
 // transports of one process, which may run on different progress engines: everything here is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The loopback transport: connections between transports of one process over an in-memory
 // network (loopback_fabric.h), with UCX's semantics where the protocol depends on them.
 //   - connect() succeeds at once; an address nobody listens on fails the connection later,

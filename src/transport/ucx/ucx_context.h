@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The UCP context of the process: made once per set of network devices (ucx_devices.h), shared
 // by every UCX transport on them (each has its own worker on it), released with the last of them.
 // Making a context reads UCX's configuration and opens every network device: far too slow and

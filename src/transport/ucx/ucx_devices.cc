@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "transport/ucx/ucx_devices.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Which network devices UCX may use: by default only the interface that owns the address a
 // transport listens and talks on (and the RDMA ports of that same NIC), so "listen on
 // 127.0.0.1" leaves nothing listening elsewhere. UCX_NET_DEVICES, when the user sets it, wins.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The payload of one UCX active message: eager bytes that UCX keeps for us (persistent data) or
 // a rendezvous descriptor that is fetched straight into the caller's buffer.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The UCX implementation of the transport: UCP active messages (rendezvous for large payloads,
 // received straight into the destination) on a worker of its own (ucx_worker.h) that the
 // process's progress engine drives.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One UCP worker as the progress engine drives it: its event fd, its progress, the endpoints
 // being closed, and the sends and receives in flight. A transport owns one while it lives; at
 // stop it hands the worker to the engine, which finishes the closes (bounded) and then destroys

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // One rank of the GPU check (scripts/gpu_nccl_check.sh): real NCCL all-reduces on a GPU, with
 // libnccl-net-libreduce.so loaded by NCCL from the environment. Several ranks share one GPU as
 // separate "nodes" (distinct NCCL_HOSTID), so NCCL crosses nodes through the plugin's Net and,

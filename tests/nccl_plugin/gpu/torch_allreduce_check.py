@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """One rank of the GPU check's PyTorch step: torch.distributed with backend "nccl" on the one
 GPU, every rank its own "node" (distinct NCCL_HOSTID), NCCL loading libnccl-net-libreduce.so.
 

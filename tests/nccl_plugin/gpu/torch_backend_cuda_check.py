@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """One rank of the GPU check's c10d step: the libreduce backend with CUDA tensors, as
 `init_process_group("cpu:gloo,cuda:libreduce")` routes them (staged through host memory).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 /* Uses the installed C API: prints the version and checks one local reduction. */
 #include <libreduce/reduce.h>
 #include <stdio.h>

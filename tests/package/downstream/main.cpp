@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Uses the installed C++ layer: an error surfaces as rd::Error.
 #include <cstdio>
 #include <libreduce/reduce.hpp>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Markdown report of distributed_suite.py runs side by side (the first is the reference):
 
     python3 tests/python/torch_suite/compare.py gloo=G.json rs=R.json ring=N.json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """PyTorch's own distributed test suite (torch.testing._internal.distributed.distributed_test,
 the class test/distributed/test_distributed_spawn.py runs per backend), for any backend.
 

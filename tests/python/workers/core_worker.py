@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """One rank of the core-binding tests: libreduce.Communicator.from_env() on numpy arrays.
 
   core_worker.py SCENARIO

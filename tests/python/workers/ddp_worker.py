@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """One rank of the DDP comparison: trains the same model from the same seeds twice, once with
 DistributedDataParallel over gloo and once over libreduce, and compares the parameters.
 

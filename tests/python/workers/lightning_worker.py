@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """PyTorch Lightning training a small model with DDPStrategy(process_group_backend=BACKEND) on
 2 CPU processes, which Lightning starts itself (it runs this script again for rank 1).
 

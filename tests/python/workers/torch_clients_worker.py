@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """One rank of the client-library tests: what PyTorch 2.x builds on a process group, run on
 BACKEND (gloo or libreduce) from the same seed and data, so that the test can compare the two.
 

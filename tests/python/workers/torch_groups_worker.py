@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """One rank of the backend's group-life tests: how torch 2.x creates, splits, configures and
 ends libreduce groups.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """One rank of the multi-host tests: init_process_group("libreduce") from the launcher's
 environment (MASTER_ADDR of another host), an all-reduce and an all-gather checked; prints
 "HOSTS OK". RD_GROUP_TIMEOUT_S: the group's timeout (default: torch's, 30 minutes)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """One rank of the point-to-point and all-to-all tests of the c10d backend "libreduce".
 
   torch_p2p_worker.py SCENARIO [TIMEOUT_S]

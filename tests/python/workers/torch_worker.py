@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """One rank of the c10d backend tests: torch.distributed with init_process_group("libreduce").
 
   torch_worker.py SCENARIO [TIMEOUT_S]
