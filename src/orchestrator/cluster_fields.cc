@@ -5,6 +5,8 @@
 #include <cctype>
 #include <string>
 
+#include "orchestrator/machine_types.h"
+
 namespace rd::orch {
 namespace {
 
@@ -78,6 +80,12 @@ MachineSpec readMachineSpec(const Field& field) {
           return std::islower(c) != 0 || std::isdigit(c) != 0 || c == '-';
         })) {
       f->fail("'" + m.machine_type + "' is not a machine type: lower-case letters, digits, '-'");
+    }
+    // Refused here, not first by a backend: a typo fails validate and every backend alike.
+    if (std::string closest; !knownMachineType(m.machine_type, &closest)) {
+      f->fail("machineType '" + m.machine_type + "' is not one reducectl knows" +
+              (closest.empty() ? "" : " (did you mean " + closest + "?)") +
+              "; leave it out and give the resources directly (slurm: cpusPerTask, memory, gpus)");
     }
   }
   if (auto f = map.get("acceleratorType")) {

@@ -47,9 +47,28 @@ void detachFromTerminal(const std::string& log) {
 }
 
 // The job @p id_or_dir names: its directory and status; false after saying it is unknown.
+// A local job whose reducectl is gone without recording an end has ended: its orphan guard
+// stopped the replicas when reducectl died. Recorded as FAILED, so that status and cancel say
+// so instead of the state it had when reducectl was killed. A Slurm job lives on in Slurm's
+// queue, which status asks.
+void settleAbandonedJob(const std::string& dir, JobStatusRecord* status) {
+  if (isFinalState(status->state) || !status->slurm_job.empty() ||
+      status->backend == "kubernetes" || isReducectlProcess(status->driver_pid)) {
+    return;
+  }
+  status->cause = "the reducectl that ran it (pid " + std::to_string(status->driver_pid) +
+                  ") ended without recording the job's end (killed?) while the job was " +
+                  status->state + "; its replicas were stopped with it";
+  status->state = "FAILED";
+  writeJobStatus(dir, *status);
+}
+
 bool findJob(const std::string& id_or_dir, std::string* dir, JobStatusRecord* status) {
   *dir = findJobDir(id_or_dir);
-  if (!dir->empty() && readJobStatus(*dir, status)) return true;
+  if (!dir->empty() && readJobStatus(*dir, status)) {
+    settleAbandonedJob(*dir, status);
+    return true;
+  }
   std::fprintf(stderr, "reducectl: no job '%s' (give its id or its directory)\n",
                id_or_dir.c_str());
   return false;
@@ -102,7 +121,9 @@ int runDetached(const std::string& job_id, const std::string& output_dir,
                  log.c_str(), tailOf(log, 2000).c_str());
     return 1;
   }
-  std::string slurm_job = started.substr(started.find(' ') + 1);
+  // "JOB_ID SLURM_ID" from the Slurm backend, "JOB_ID" from the others.
+  size_t space = started.find(' ');
+  std::string slurm_job = space == std::string::npos ? "" : started.substr(space + 1);
   while (!slurm_job.empty() && slurm_job.back() == '\n') slurm_job.pop_back();
   std::printf("%s\n", job_id.c_str());
   std::fflush(stdout);

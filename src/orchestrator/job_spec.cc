@@ -101,14 +101,24 @@ std::string readDisplayName(const Field& field) {
   return name;
 }
 
-// A path, or Vertex's {outputUriPrefix: path}.
+// A path, or Vertex's {outputUriPrefix: path}. A URI (gs://bucket/dir) is refused: the job's
+// files are written where reducectl and the replicas read them, a filesystem path.
 std::string readOutputDir(const Field& field) {
+  const Field* at = &field;
+  std::optional<Field> prefix;
   if (field.node.IsMap()) {
     FieldMap map(field, {"outputUriPrefix"}, "a map");
-    return spec::readNonEmptyText(map.require("outputUriPrefix", "the directory"),
-                                  "a directory path");
+    prefix.emplace(map.require("outputUriPrefix", "the directory"));
+    at = &*prefix;
   }
-  return spec::readNonEmptyText(field, "a directory path");
+  std::string dir = spec::readNonEmptyText(*at, "a directory path");
+  if (size_t scheme = dir.find("://"); scheme != std::string::npos) {
+    at->fail("'" + dir + "' is a " +
+             (dir.rfind("gs://", 0) == 0 ? std::string("Cloud Storage") : dir.substr(0, scheme)) +
+             " URI; reducectl writes the job's files to a filesystem path: give a local or "
+             "shared directory (a bucket mounted with gcsfuse is one)");
+  }
+  return dir;
 }
 
 // ---- scheduling -----------------------------------------------------------------------------
@@ -544,9 +554,24 @@ bool parseJobSpec(const std::string& text, const std::string& source, JobSpec* s
   return true;
 }
 
+std::string pathFromSpec(const std::string& spec_path, const std::string& path) {
+  size_t slash = spec_path.rfind('/');
+  if (path.empty() || path[0] == '/' || slash == std::string::npos) return path;
+  return spec_path.substr(0, slash + 1) + path;
+}
+
+void resolveSpecPaths(const std::string& spec_path, JobSpec* spec) {
+  spec->base_output_dir = pathFromSpec(spec_path, spec->base_output_dir);
+  for (PoolSpec& pool : spec->pools) pool.working_dir = pathFromSpec(spec_path, pool.working_dir);
+}
+
 bool loadJobSpec(const std::string& path, JobSpec* spec, std::string* error) {
   std::string text;
-  return readSpecFile(path, "job spec", &text, error) && parseJobSpec(text, path, spec, error);
+  if (!readSpecFile(path, "job spec", &text, error) || !parseJobSpec(text, path, spec, error)) {
+    return false;
+  }
+  resolveSpecPaths(path, spec);
+  return true;
 }
 
 bool isRankPool(PoolKind kind) {

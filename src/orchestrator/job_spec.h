@@ -117,8 +117,18 @@ PoolKind rankZeroPool(const JobSpec& spec);
 /** A job name or id: 1..128 of [A-Za-z0-9_.-], not "." or ".." (it names a directory). */
 bool isJobName(const std::string& text);
 
-/** Reads the file at @p path and parses it; a file that cannot be read is an error too. */
+/**
+ * Reads the file at @p path and parses it; a file that cannot be read is an error too. Relative
+ * paths in it (baseOutputDirectory, workingDir) are relative to the file's directory.
+ */
 bool loadJobSpec(const std::string& path, JobSpec* spec, std::string* error);
+
+/** @p path relative to the directory of the spec file @p spec_path; absolute paths unchanged. */
+std::string pathFromSpec(const std::string& spec_path, const std::string& path);
+
+/** Makes @p spec's relative baseOutputDirectory and workingDirs relative to @p spec_path's
+ * directory (the spec read from that file), so a job runs the same from any directory. */
+void resolveSpecPaths(const std::string& spec_path, JobSpec* spec);
 
 /** Parses a duration: "90", "90s", "10m", "1h30m", "7200s" (Vertex's form); false if malformed. */
 bool parseDuration(const std::string& text, int64_t* seconds);

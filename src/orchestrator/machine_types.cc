@@ -3,6 +3,9 @@
 
 #include <charconv>
 #include <string>
+#include <vector>
+
+#include "orchestrator/spec_fields.h"
 
 namespace rd::orch {
 namespace {
@@ -116,6 +119,28 @@ bool machineShape(const MachineSpec& machine, MachineShape* shape, std::string* 
     shape->gpu_model = machine.accelerator_type;
   }
   return true;
+}
+
+bool knownMachineType(const std::string& type, std::string* closest) {
+  MachineShape shape;
+  std::string unused;
+  closest->clear();
+  MachineSpec machine;
+  machine.machine_type = type;
+  if (machineShape(machine, &shape, &unused)) return true;
+  // The candidates a typo is measured against: every family and class with the same vCPU
+  // count (the part after the last '-'), and the accelerator-optimized names.
+  std::vector<std::string> names;
+  std::string count = type.substr(type.rfind('-') + 1);
+  for (const Family& f : kFamilies) {
+    for (const char* kind : {"standard", "highmem", "highcpu"}) {
+      names.push_back(std::string(f.name) + "-" + kind + "-" + count);
+    }
+  }
+  names.push_back("g2-standard-" + count);
+  for (const GpuMachine& g : kGpuMachines) names.emplace_back(g.name);
+  *closest = spec::closestName(type, names);
+  return false;
 }
 
 }  // namespace rd::orch

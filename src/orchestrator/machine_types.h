@@ -25,4 +25,10 @@ struct MachineShape {
  */
 bool machineShape(const MachineSpec& machine, MachineShape* shape, std::string* error);
 
+/**
+ * Whether @p type is a machine type machineShape knows; when not, *closest holds the known name
+ * nearest to it ("n1-standard-8" for "n1-standrd-8"), or "" when none is near.
+ */
+bool knownMachineType(const std::string& type, std::string* closest);
+
 }  // namespace rd::orch

@@ -25,6 +25,7 @@
 
 #include "common/algorithm.h"
 #include "common/limits.h"
+#include "libreduce/config.h"
 #include "orchestrator/job_commands.h"
 #include "orchestrator/job_files.h"
 #include "orchestrator/job_spec.h"
@@ -52,7 +53,9 @@ void usage(FILE* out) {
       "       reducectl tune SPEC [options]    run a hyperparameter tuning job: trials of its\n"
       "                                        trialJobSpec, parameters from its studySpec\n"
       "       reducectl tune --resume DIR      continue the tuning job kept in DIR\n"
-      "       reducectl validate SPEC          check a job or tuning spec, describe it\n"
+      "       reducectl validate SPEC [--backend NAME]\n"
+      "                                        check a job or tuning spec for a backend\n"
+      "                                        (default local), describe it\n"
       "       reducectl render --backend slurm|kubernetes SPEC\n"
       "                                        print the Slurm batch script, or the manifests\n"
       "       reducectl status JOB             a job's state (JOB: its id or its directory)\n"
@@ -426,12 +429,33 @@ int cmdTune(int argc, char** argv) {
   return rd::orch::tune::runTuningJob(spec, text, options);
 }
 
+// The backend's own rendering of @p spec: the Slurm batch script or the Kubernetes manifests;
+// what either refuses (resources it cannot map, a TPU) is refused by validate --backend too.
+bool renderForBackend(const JobSpec& spec, RunRequest* request, std::string* text,
+                      std::string* error) {
+  if (request->backend == "slurm") {
+    return rd::orch::renderSlurmJob(spec, slurmOptions(request->options), text, error);
+  }
+  if (request->backend == "kubernetes") {
+    request->kube.job_id = request->options.job_id.empty() ? spec.name : request->options.job_id;
+    request->kube.secret = rd::orch::newSecret();
+    return rd::orch::renderKubernetes(spec, request->kube, text, error);
+  }
+  die("render needs --backend slurm or --backend kubernetes");
+}
+
 int cmdValidate(int argc, char** argv) {
   Args args = parseArgs(argc, argv, 2, {});
-  if (!args.flags.empty()) die("validate takes no options");
+  RunRequest request;
+  for (const auto& [name, value] : args.flags) {
+    if (name != "--backend" || !requestOption(name, value, &request)) {
+      die("unknown option " + name + " for validate (it takes --backend NAME)");
+    }
+  }
   std::string path = oneWord(args, "validate");
   std::string text = readSpecOrDie(path);
   if (rd::orch::tune::looksLikeTuningSpec(text)) {
+    if (request.backend != "local") die("tuning jobs run on the local backend only");
     rd::orch::tune::TuningSpec tuning;
     std::string error;
     if (!rd::orch::tune::parseTuningSpec(text, path, &tuning, &error)) die(error);
@@ -444,7 +468,14 @@ int cmdValidate(int argc, char** argv) {
     return 0;
   }
   JobSpec spec = loadOrDie(path);
-  std::printf("%s: valid; %s\n", path.c_str(), describeJob(spec).c_str());
+  // Another backend checks what it alone maps (Slurm resources, Kubernetes images) by
+  // rendering the job as run would, then dropping the text.
+  if (request.backend != "local") {
+    std::string rendered, error;
+    if (!renderForBackend(spec, &request, &rendered, &error)) die(error);
+  }
+  std::printf("%s: valid for the %s backend; %s\n", path.c_str(), request.backend.c_str(),
+              describeJob(spec).c_str());
   return 0;
 }
 
@@ -497,17 +528,7 @@ int cmdRender(int argc, char** argv) {
   }
   JobSpec spec = loadOrDie(oneWord(args, "render"));
   std::string text, error;
-  bool ok = false;
-  if (request.backend == "slurm") {
-    ok = rd::orch::renderSlurmJob(spec, slurmOptions(request.options), &text, &error);
-  } else if (request.backend == "kubernetes") {
-    request.kube.job_id = request.options.job_id.empty() ? spec.name : request.options.job_id;
-    request.kube.secret = rd::orch::newSecret();
-    ok = rd::orch::renderKubernetes(spec, request.kube, &text, &error);
-  } else {
-    die("render needs --backend slurm or --backend kubernetes");
-  }
-  if (!ok) die(error);
+  if (!renderForBackend(spec, &request, &text, &error)) die(error);
   std::fputs(text.c_str(), stdout);
   return 0;
 }
@@ -568,6 +589,10 @@ int main(int argc, char** argv) {
   std::string command = argv[1];
   if (command == "-h" || command == "--help" || command == "help") {
     usage(stdout);
+    return 0;
+  }
+  if (command == "--version" || command == "version") {
+    std::printf("reducectl %s\n", LIBREDUCE_VERSION_STRING);
     return 0;
   }
   if (command == "run" || command == "launch") {

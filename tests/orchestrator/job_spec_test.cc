@@ -367,6 +367,22 @@ const BadSpec kBadSpecs[] = {
      kHead + "workerPoolSpecs:\n  - replicaCount: 1\n    command: [a]\n"
              "    machineSpec: {machineType: N1_STANDARD_8}\n",
      {"machineSpec.machineType: 'N1_STANDARD_8' is not a machine type"}},
+    {"machine_type_typo",
+     kHead + "workerPoolSpecs:\n  - replicaCount: 1\n    command: [a]\n"
+             "    machineSpec: {machineType: n1-standrd-8}\n",
+     {"job.yaml:5:32: workerPoolSpecs[0].machineSpec.machineType: machineType 'n1-standrd-8' is "
+      "not one reducectl knows (did you mean n1-standard-8?)"}},
+    {"output_dir_cloud_storage",
+     kHead + kPools + "baseOutputDirectory: gs://b/out\n",
+     {"job.yaml:5:22: baseOutputDirectory: 'gs://b/out' is a Cloud Storage URI; reducectl writes "
+      "the job's files to a filesystem path"}},
+    {"output_dir_uri_prefix_cloud_storage",
+     kHead + kPools + "baseOutputDirectory: {outputUriPrefix: 'gs://b/out'}\n",
+     {"baseOutputDirectory.outputUriPrefix: 'gs://b/out' is a Cloud Storage URI"}},
+    {"machine_type_unknown",
+     kHead + "workerPoolSpecs:\n  - replicaCount: 1\n    command: [a]\n"
+             "    machineSpec: {machineType: z9-mega-7}\n",
+     {"machineType 'z9-mega-7' is not one reducectl knows; leave it out"}},
     {"replica_count_missing",
      kHead + "workerPoolSpecs:\n  - command: [a]\n",
      {"job.yaml:3:5: workerPoolSpecs[0].replicaCount: required field missing"}},

@@ -28,6 +28,15 @@ ENV_CHECK = os.path.join(SOURCE, "tests/orchestrator/check_replica_env.py")
 DEMO = os.path.join(BUILD, "examples/allreduce_demo")
 
 
+def process_alive(pid):
+    """True while @pid runs (a zombie waiting to be reaped has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as s:
+            return not s.read().split(") ")[-1].startswith("Z")
+    except OSError:
+        return False
+
+
 def job_processes(job_id):
     """Pids of live processes whose environment names this job."""
     marker = ("CLOUD_ML_JOB_ID=" + job_id).encode()
@@ -373,6 +382,7 @@ class JobTests(JobCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(proc.stdout.strip(), self.job_id)
         self.assertIn("started in the background", proc.stderr)
+        self.assertNotIn("Slurm", proc.stderr)
         deadline = time.monotonic() + 60
         while True:
             status = subprocess.run([REDUCECTL, "status", self.job_id], capture_output=True,
@@ -393,6 +403,44 @@ class JobTests(JobCase):
                                  text=True, env=env)
         self.assertEqual(unknown.returncode, 2)
         self.assertIn("no job 'no-such-job'", unknown.stderr)
+
+    def test_status_after_reducectl_is_killed(self):
+        """A detached job whose reducectl dies by SIGKILL: status says FAILED and why, not the
+        RUNNING it had recorded, and cancel says the job has ended."""
+        spec = self.write_spec([pool(1, sh("exec sleep 330")), pool(1, sh("exec sleep 331")),
+                                pool(1, None)])
+        env = dict(os.environ, XDG_STATE_HOME=os.path.join(self.dir, "state"))
+        proc = subprocess.run([REDUCECTL, "run", spec, "--detach", "--job-id", self.job_id],
+                              capture_output=True, text=True, timeout=60, env=env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        status_file = os.path.join(self.dir, self.job_id, "reducectl", "status")
+
+        def recorded():
+            with open(status_file) as f:
+                return f.read()
+
+        deadline = time.monotonic() + 60
+        while "state=RUNNING" not in recorded():
+            self.assertLess(time.monotonic(), deadline, recorded())
+            time.sleep(0.05)
+        fields = dict(line.split("=", 1) for line in recorded().splitlines())
+        driver = int(fields["driver_pid"])
+        os.kill(driver, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while process_alive(driver):
+            self.assertLess(time.monotonic(), deadline, "the killed reducectl is still there")
+            time.sleep(0.05)
+        status = subprocess.run([REDUCECTL, "status", self.job_id], capture_output=True,
+                                text=True, env=env, timeout=30)
+        self.assertEqual(status.returncode, 0, status.stderr)
+        self.assertIn(f"job {self.job_id}: FAILED", status.stdout)
+        self.assertIn(f"the reducectl that ran it (pid {driver}) ended", status.stdout)
+        self.assertNotIn("RUNNING\n", status.stdout)
+        cancel = subprocess.run([REDUCECTL, "cancel", self.job_id], capture_output=True,
+                                text=True, env=env, timeout=30)
+        self.assertEqual(cancel.returncode, 0, cancel.stderr)
+        self.assertIn("had already ended: FAILED", cancel.stdout)
+        self.assert_gone()
 
     def test_reducer_never_ready_fails_clearly(self):
         spec = self.write_spec([pool(1, sh("exec sleep 311")), pool(0, None),
@@ -489,21 +537,46 @@ class JobTests(JobCase):
         self.assertFalse(os.path.exists(os.path.join(self.dir, "x")))
 
     def test_quickstart_example_runs(self):
-        # The README's first job, as written: its paths are relative to a checkout whose build
-        # directory is build/, which a link provides here.
-        os.symlink(os.path.abspath(BUILD), os.path.join(self.dir, "build"))
+        """The README's first job, as written, run from another directory: its relative paths
+        are the spec file's (the checkout's build/), not the caller's."""
+        if not os.path.exists(os.path.join(SOURCE, "build/examples/allreduce_demo")):
+            self.skipTest("the quickstart names build/ of the checkout, not built here")
         example = os.path.join(SOURCE, "examples/jobs/quickstart.yaml")
         proc = subprocess.run([REDUCECTL, "run", example, "--job-id", self.job_id],
                               cwd=self.dir, capture_output=True, text=True, timeout=300)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("[primary-0] PASSED: 0 wrong", proc.stdout)
+        self.assertIn("[primary-0]   algorithm   auto (per size", proc.stdout)
         self.assertIn(f"job {self.job_id} SUCCEEDED", proc.stderr)
+        job_dir = os.path.join(SOURCE, "build/reducectl-jobs", self.job_id)
+        self.assertTrue(os.path.isdir(job_dir), "the job's files are not beside the spec's build/")
+        self.assertEqual(os.listdir(self.dir), [], "the run wrote into the caller's directory")
+        shutil.rmtree(job_dir)
 
     def test_validate_and_plan_describe_the_example(self):
         example = os.path.join(SOURCE, "examples/jobs/quickstart.yaml")
         proc = subprocess.run([REDUCECTL, "validate", example], capture_output=True, text=True)
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertIn("valid", proc.stdout)
+        self.assertIn("valid for the local backend", proc.stdout)
+        # From another directory: the spec's relative paths are the spec file's.
+        proc = subprocess.run([REDUCECTL, "validate", "--backend", "slurm", example],
+                              capture_output=True, text=True, cwd=self.dir)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("valid for the slurm backend", proc.stdout)
+        # What only a backend refuses is refused by validate --backend, with the same words.
+        tpu = self.write_spec([dict(pool(1, ["a"]), machineSpec={
+            "machineType": "n1-standard-8", "acceleratorType": "TPU_V3", "acceleratorCount": 8})])
+        local = subprocess.run([REDUCECTL, "validate", tpu], capture_output=True, text=True)
+        self.assertEqual(local.returncode, 0, local.stderr)
+        for backend in ("slurm", "kubernetes"):
+            proc = subprocess.run([REDUCECTL, "validate", "--backend", backend, tpu],
+                                  capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 2, proc.stdout)
+            self.assertIn("acceleratorType TPU_V3 is a TPU", proc.stderr)
+        typo = self.write_spec([dict(pool(1, ["a"]), machineSpec={"machineType": "n1-standrd-8"})])
+        proc = subprocess.run([REDUCECTL, "validate", typo], capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 2, proc.stdout)
+        self.assertIn("(did you mean n1-standard-8?)", proc.stderr)
         proc = subprocess.run([REDUCECTL, "plan", "--workers", "8", "--worker-gbps", "100",
                                "--reducer-gbps", "100", "--reducers", "4"],
                               capture_output=True, text=True)

@@ -387,6 +387,9 @@ bool parseTuningSpec(const std::string& text, const std::string& source, TuningS
                      read, error)) {
     return false;
   }
+  // Relative paths are the spec file's, as in a job spec (@p source is the file's path).
+  resolveSpecPaths(source, &parsed.trial);
+  parsed.base_output_dir = pathFromSpec(source, parsed.base_output_dir);
   *spec = std::move(parsed);
   return true;
 }

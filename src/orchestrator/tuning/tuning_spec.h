@@ -26,7 +26,8 @@ struct TuningSpec {
 
 /**
  * Parses and validates @p text (YAML or JSON); @p source names it in messages. On failure false
- * with "SOURCE:LINE:COLUMN: FIELD.PATH: what is wrong; what is allowed" in @p error.
+ * with "SOURCE:LINE:COLUMN: FIELD.PATH: what is wrong; what is allowed" in @p error. Relative
+ * directories in it are relative to @p source's directory (the spec file's path).
  */
 bool parseTuningSpec(const std::string& text, const std::string& source, TuningSpec* spec,
                      std::string* error);
