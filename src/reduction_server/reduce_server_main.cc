@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "common/status.h"
+#include "libreduce/config.h"
 #include "reduction_server/binding.h"
 #include "reduction_server/lanes.h"
 #include "transport/transport.h"
@@ -57,7 +58,9 @@ void usage(FILE* out) {
       "  --ready-file PATH      also write the ready line to PATH (default: "
       "$LIBREDUCE_READY_FILE,\n"
       "                         where reducectl asks a custom reducer, or a container, for it)\n"
-      "  --bind-nic             bind threads and memory near the listening NIC (hwloc)\n");
+      "  --bind-nic             bind threads and memory near the listening NIC (hwloc)\n"
+      "  --version              print the version and exit\n"
+      "Without a secret any process that reaches the address can join (docs/reduce-server.md).\n");
 }
 
 int fail(const char* fmt, const char* arg) {
@@ -94,6 +97,9 @@ int parse(int argc, char** argv, Flags* f) {
       f->bind_nic = true;
     else if (a == "--help" || a == "-h") {
       usage(stdout);
+      return 1;
+    } else if (a == "--version") {
+      std::printf("reduce-server %s\n", LIBREDUCE_VERSION_STRING);
       return 1;
     } else {
       usage(stderr);
@@ -153,6 +159,13 @@ int main(int argc, char** argv) {
   if (!f.secret_file.empty() &&
       rd::auth::readSecretFile(f.secret_file, &options.secret) != rdSuccess) {
     return fail("%s", rd::lastError().c_str());
+  }
+  if (options.secret.empty()) {
+    std::fprintf(stderr,
+                 "reduce-server: warning: no job secret (--secret-file or LIBREDUCE_SECRET_FILE): "
+                 "any process that reaches %s can join and read what is reduced; give one "
+                 "wherever the network is shared\n",
+                 f.listen.c_str());
   }
   if (f.bind_nic) {
     std::string report;

@@ -83,6 +83,59 @@ TEST(BootstrapHandshake, WrongSecretIsRefusedOnBothSidesBeforeAnyAddressMoves) {
   EXPECT_EQ(p.listener.takeOutput().find("listener-addr"), std::string::npos);
 }
 
+// The connector's error says which side lacks a secret where that can be known, so a worker
+// without LIBREDUCE_SECRET_FILE is not told that the reducer is at fault.
+TEST(BootstrapHandshake, TheConnectorSaysWhichSideLacksASecret) {
+  struct Case {
+    const char* connector_secret;
+    const char* listener_secret;
+    const char* says;
+  };
+  for (const Case& c : {Case{"", "theirs",
+                             "the listener requires a job secret and this process "
+                             "has none (set LIBREDUCE_SECRET_FILE"},
+                        Case{"mine", "",
+                             "the listener has no job secret and this process has "
+                             "one (start the reducer with --secret-file"},
+                        Case{"mine", "theirs",
+                             "the listener's job secret differs from this "
+                             "process's"}}) {
+    Pair p(c.connector_secret, c.listener_secret);
+    run(p);
+    EXPECT_EQ(p.connector.failure(), rdAuthFailed);
+    EXPECT_NE(p.connector.error().find(c.says), std::string::npos) << p.connector.error();
+  }
+}
+
+// The listener sees a proof only from a connector that skipped its own check (a stranger's
+// program); the reason still names the side without a secret.
+TEST(BootstrapHandshake, TheListenerSaysWhichSideLacksASecret) {
+  struct Case {
+    const char* listener_secret;
+    const char* proof_secret;
+    const char* says;
+  };
+  for (const Case& c :
+       {Case{"right", "", "the connecting peer has no job secret and this listener requires one"},
+        Case{"", "wrong", "the connecting peer has a job secret and this listener has none"},
+        Case{"right", "wrong", "the connecting peer's job secret differs from this listener's"}}) {
+    Handshake listener(Handshake::Side::kListener, c.listener_secret, Endpoint{1, "addr"});
+    auth::Nonce cn{};
+    std::string hello = encodeFrame(FrameType::kHello, std::string(32, '\0'));
+    listener.consume(hello.data(), hello.size());
+    std::string challenge = listener.takeOutput();
+    auth::Nonce ln{};
+    std::memcpy(ln.data(), challenge.data() + kHeaderBytes, ln.size());
+    auth::Mac proof = bootstrapProof(false, c.proof_secret, cn, ln);
+    std::string body(reinterpret_cast<const char*>(proof.data()), proof.size());
+    body += std::string(8, '\0') + "peer-addr";
+    std::string auth_frame = encodeFrame(FrameType::kAuth, body);
+    listener.consume(auth_frame.data(), auth_frame.size());
+    EXPECT_EQ(listener.failure(), rdAuthFailed);
+    EXPECT_NE(listener.error().find(c.says), std::string::npos) << listener.error();
+  }
+}
+
 TEST(BootstrapHandshake, ListenerRefusesAWrongProofAndTellsTheConnector) {
   Handshake listener(Handshake::Side::kListener, "right", Endpoint{1, "listener-addr"});
   auth::Nonce cn{};

@@ -190,6 +190,31 @@ void Handshake::onFrame(FrameType type, const uint8_t* body, size_t len) {
   }
 }
 
+// Which side lacks a secret, where that can be told: a side without one knows it, and a proof
+// made with the empty key is recognizable. Two different secrets look alike from both sides.
+std::string Handshake::mismatch(bool from_listener, const auth::Mac& got) const {
+  if (from_listener) {
+    if (secret_.empty()) {
+      return "authentication failed: the listener requires a job secret and this process has "
+             "none (set LIBREDUCE_SECRET_FILE to the file the reducer was started with)";
+    }
+    if (auth::equal(got, bootstrapProof(true, "", connector_nonce_, listener_nonce_))) {
+      return "authentication failed: the listener has no job secret and this process has one "
+             "(start the reducer with --secret-file, or unset LIBREDUCE_SECRET_FILE here)";
+    }
+    return "authentication failed: the listener's job secret differs from this process's";
+  }
+  if (secret_.empty()) {
+    return "authentication failed: the connecting peer has a job secret and this listener has "
+           "none";
+  }
+  if (auth::equal(got, bootstrapProof(false, "", connector_nonce_, listener_nonce_))) {
+    return "authentication failed: the connecting peer has no job secret and this listener "
+           "requires one";
+  }
+  return "authentication failed: the connecting peer's job secret differs from this listener's";
+}
+
 void Handshake::onHello(const uint8_t* body, size_t /*len*/) {
   std::memcpy(connector_nonce_.data(), body, kNonceBytes);
   if (auth::randomBytes(listener_nonce_.data(), listener_nonce_.size()) != rdSuccess) {
@@ -209,9 +234,7 @@ void Handshake::onChallenge(const uint8_t* body, size_t /*len*/) {
   std::memcpy(got.data(), body + kNonceBytes, kMacBytes);
   if (!auth::equal(got, bootstrapProof(true, secret_, connector_nonce_, listener_nonce_))) {
     out_ += refusal();
-    fail(rdAuthFailed,
-         "authentication failed: the listener's proof does not match (it does not know our "
-         "secret)");
+    fail(rdAuthFailed, mismatch(true, got));
     return;
   }
   auth::Mac proof = bootstrapProof(false, secret_, connector_nonce_, listener_nonce_);
@@ -227,7 +250,7 @@ void Handshake::onAuth(const uint8_t* body, size_t len) {
   std::memcpy(got.data(), body, kMacBytes);
   if (!auth::equal(got, bootstrapProof(false, secret_, connector_nonce_, listener_nonce_))) {
     out_ += refusal();
-    fail(rdAuthFailed, "authentication failed: the peer's proof does not match this secret");
+    fail(rdAuthFailed, mismatch(false, got));
     return;
   }
   peer_.tag = get<uint64_t>(body + kMacBytes);

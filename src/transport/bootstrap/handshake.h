@@ -100,6 +100,7 @@ class Handshake {
   void onChallenge(const uint8_t* body, size_t len);
   void onAuth(const uint8_t* body, size_t len);
   void onWelcome(const uint8_t* body, size_t len);
+  std::string mismatch(bool from_listener, const auth::Mac& got) const;
 
   Side side_;
   std::string secret_;
