@@ -13,8 +13,10 @@ sources() { git ls-files '*.h' '*.hpp' '*.cc' '*.cpp' '*.c' '*.cu' '*.cuh' '*.in
 readonly spdx='SPDX-License-Identifier: BSD-3-Clause'
 # Every file a person edits as code, with its comment marker; generated and data files are not.
 licensed_files() {
-  git ls-files '*.h' '*.hpp' '*.cc' '*.cpp' '*.c' '*.cu' '*.cuh' '*.inl' '*.h.in' |
-    sed 's|$| //|'
+  # The public C headers stay valid C90 for their users: a /* */ comment there.
+  git ls-files 'include/*.h' '*.h.in' | sed 's|$| /*|'
+  git ls-files '*.h' '*.hpp' '*.cc' '*.cpp' '*.c' '*.cu' '*.cuh' '*.inl' |
+    grep -v '^include/.*\.h$' | sed 's|$| //|'
   git ls-files '*.py' '*.sh' '*.cmake' '*CMakeLists.txt' '*.cmake.in' '*.pc.in' '*Containerfile' \
     '*.toml' | sed 's|$| #|'
 }
@@ -55,10 +57,12 @@ case "${1:-}" in
     while read -r file marker; do
       head -n 3 "$file" | grep -q "$spdx" && continue
       if [[ "${2:-}" == "--fix" ]]; then
+        line="$marker $spdx"
+        [[ $marker == "/*" ]] && line="$line */"
         if head -n 1 "$file" | grep -q '^#!'; then
-          sed -i "1a $marker $spdx" "$file"
+          sed -i "1a $line" "$file"
         else
-          sed -i "1i $marker $spdx" "$file"
+          sed -i "1i $line" "$file"
         fi
       else
         echo "$file: no '$spdx' in its first 3 lines (scripts/lint.sh license --fix adds it)" >&2

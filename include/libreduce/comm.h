@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: BSD-3-Clause
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file comm.h
  * @brief libreduce communicators and collectives (included by reduce.h).

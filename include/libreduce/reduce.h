@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: BSD-3-Clause
+/* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file reduce.h
  * @brief libreduce C API: status codes, data types, reduction operators and local reductions.

@@ -27,6 +27,12 @@ flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --define-variable=prefix="$work/pre
 # shellcheck disable=SC2086
 cc "$src/tests/package/downstream/main.c" -o "$work/pkgconfig_c" $flags
 "$work/pkgconfig_c"
+# The C++ layer with the standard the package names (reduce.hpp needs C++20).
+cxxflags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --variable=cxxflags libreduce)
+[[ $cxxflags == "-std=c++20" ]] || { echo "pkg-config cxxflags: '$cxxflags'"; exit 1; }
+# shellcheck disable=SC2086
+c++ $cxxflags "$src/tests/package/downstream/main.cpp" -o "$work/pkgconfig_cpp" $flags
+"$work/pkgconfig_cpp"
 # grep reads the whole listing: with -q it could exit at the match while reduce-info is still
 # writing, and pipefail would report the SIGPIPE that ends it.
 "$work/prefix/bin/reduce-info" --settings | grep LIBREDUCE_CPU_ISA >/dev/null
