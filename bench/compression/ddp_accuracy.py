@@ -8,7 +8,10 @@ rank 0 writes its per-epoch loss and test accuracy (--history). The table gives 
 accuracy of each and its difference from float32 on the wire (target: within 0.01); a PNG plots
 the loss curves together.
 
-  ddp_accuracy.py --build-dir build --workers 4 --reducers 2 --epochs 6 --wire bf16 --out DIR
+  PYTHON ddp_accuracy.py --build-dir build --workers 4 --reducers 2 --epochs 6 --wire bf16 --out DIR
+
+PYTHON: an interpreter with torch (the project's environment, ~/.cache/libreduce/venv/bin/python);
+the ranks run with the same one.
 """
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ def train(args, wire: str) -> dict:
     history.unlink(missing_ok=True)
     build = args.build_dir.resolve()
     cmd = [str(build / "src/reducectl"), "launch", "--workers", str(args.workers), "--reducers",
-           str(args.reducers), "--", "/usr/bin/python3", str(REPO / "examples/pytorch_ddp.py"),
+           str(args.reducers), "--", sys.executable, str(REPO / "examples/pytorch_ddp.py"),
            "--epochs", str(args.epochs), "--wire-dtype", wire, "--history", str(history),
            "--min-accuracy", "0"]
     env = dict(os.environ, PYTHONPATH=str(build / "python"))
