@@ -82,11 +82,7 @@ MachineSpec readMachineSpec(const Field& field) {
       f->fail("'" + m.machine_type + "' is not a machine type: lower-case letters, digits, '-'");
     }
     // Refused here, not first by a backend: a typo fails validate and every backend alike.
-    if (std::string closest; !knownMachineType(m.machine_type, &closest)) {
-      f->fail("machineType '" + m.machine_type + "' is not one reducectl knows" +
-              (closest.empty() ? "" : " (did you mean " + closest + "?)") +
-              "; leave it out and give the resources directly (slurm: cpusPerTask, memory, gpus)");
-    }
+    if (std::string why; !knownMachineType(m.machine_type, &why)) f->fail(why);
   }
   if (auto f = map.get("acceleratorType")) {
     m.accelerator_type = spec::readNonEmptyText(*f, "an accelerator type (NVIDIA_TESLA_V100)");

@@ -101,24 +101,26 @@ std::string readDisplayName(const Field& field) {
   return name;
 }
 
-// A path, or Vertex's {outputUriPrefix: path}. A URI (gs://bucket/dir) is refused: the job's
-// files are written where reducectl and the replicas read them, a filesystem path.
-std::string readOutputDir(const Field& field) {
-  const Field* at = &field;
-  std::optional<Field> prefix;
-  if (field.node.IsMap()) {
-    FieldMap map(field, {"outputUriPrefix"}, "a map");
-    prefix.emplace(map.require("outputUriPrefix", "the directory"));
-    at = &*prefix;
-  }
-  std::string dir = spec::readNonEmptyText(*at, "a directory path");
+// A directory path. A URI (gs://bucket/dir) is refused: the job's files are written where
+// reducectl and the replicas read them, a filesystem path.
+std::string readOutputPath(const Field& field) {
+  std::string dir = spec::readNonEmptyText(field, "a directory path");
   if (size_t scheme = dir.find("://"); scheme != std::string::npos) {
-    at->fail("'" + dir + "' is a " +
-             (dir.rfind("gs://", 0) == 0 ? std::string("Cloud Storage") : dir.substr(0, scheme)) +
-             " URI; reducectl writes the job's files to a filesystem path: give a local or "
-             "shared directory (a bucket mounted with gcsfuse is one)");
+    field.fail("'" + dir + "' is a " +
+               (dir.rfind("gs://", 0) == 0 ? std::string("Cloud Storage") : dir.substr(0, scheme)) +
+               " URI; reducectl writes the job's files to a filesystem path: give a local or "
+               "shared directory (a bucket mounted with gcsfuse is one)");
   }
   return dir;
+}
+
+// A path, or Vertex's {outputUriPrefix: path}.
+std::string readOutputDir(const Field& field) {
+  if (field.node.IsMap()) {
+    FieldMap map(field, {"outputUriPrefix"}, "a map");
+    return readOutputPath(map.require("outputUriPrefix", "the directory"));
+  }
+  return readOutputPath(field);
 }
 
 // ---- scheduling -----------------------------------------------------------------------------

@@ -88,6 +88,25 @@ bool generalPurpose(const std::string& type, MachineShape* shape) {
   return false;
 }
 
+// Why @p type is refused, naming the known type nearest to it where one is near. The
+// candidates: every family and class with the same vCPU count (the part after the last '-'),
+// and the accelerator-optimized names.
+std::string unknownTypeError(const std::string& type) {
+  std::vector<std::string> names;
+  std::string count = type.substr(type.rfind('-') + 1);
+  for (const Family& f : kFamilies) {
+    for (const char* kind : {"standard", "highmem", "highcpu"}) {
+      names.push_back(std::string(f.name) + "-" + kind + "-" + count);
+    }
+  }
+  names.push_back("g2-standard-" + count);
+  for (const GpuMachine& g : kGpuMachines) names.emplace_back(g.name);
+  std::string closest = spec::closestName(type, names);
+  return "machineType '" + type + "' is not one reducectl knows" +
+         (closest.empty() ? "" : " (did you mean " + closest + "?)") +
+         "; leave it out and give the resources directly (slurm: cpusPerTask, memory, gpus)";
+}
+
 }  // namespace
 
 bool machineShape(const MachineSpec& machine, MachineShape* shape, std::string* error) {
@@ -106,11 +125,7 @@ bool machineShape(const MachineSpec& machine, MachineShape* shape, std::string* 
       }
     }
     if (!known) {
-      *error =
-          "machineType '" + machine.machine_type +
-          "' is not one reducectl knows (n1/n2/n2d/e2/c2/c2d/c3/n4-standard|highmem|highcpu-N, "
-          "g2-standard-N, a2-highgpu-Kg, a2-ultragpu-Kg, a2-megagpu-16g, a3-highgpu-8g); leave it "
-          "out and give the resources directly (slurm: cpusPerTask, memory, gpus)";
+      *error = unknownTypeError(machine.machine_type);
       return false;
     }
   }
@@ -121,26 +136,11 @@ bool machineShape(const MachineSpec& machine, MachineShape* shape, std::string* 
   return true;
 }
 
-bool knownMachineType(const std::string& type, std::string* closest) {
-  MachineShape shape;
-  std::string unused;
-  closest->clear();
+bool knownMachineType(const std::string& type, std::string* error) {
   MachineSpec machine;
   machine.machine_type = type;
-  if (machineShape(machine, &shape, &unused)) return true;
-  // The candidates a typo is measured against: every family and class with the same vCPU
-  // count (the part after the last '-'), and the accelerator-optimized names.
-  std::vector<std::string> names;
-  std::string count = type.substr(type.rfind('-') + 1);
-  for (const Family& f : kFamilies) {
-    for (const char* kind : {"standard", "highmem", "highcpu"}) {
-      names.push_back(std::string(f.name) + "-" + kind + "-" + count);
-    }
-  }
-  names.push_back("g2-standard-" + count);
-  for (const GpuMachine& g : kGpuMachines) names.emplace_back(g.name);
-  *closest = spec::closestName(type, names);
-  return false;
+  MachineShape shape;
+  return machineShape(machine, &shape, error);
 }
 
 }  // namespace rd::orch

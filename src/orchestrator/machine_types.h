@@ -20,15 +20,15 @@ struct MachineShape {
 /**
  * The shape of @p machine. Known machine types: n1, n2, n2d, e2, c2, c2d, c3, n4 in -standard-N,
  * -highmem-N and -highcpu-N; a2-highgpu-Kg, a2-ultragpu-Kg, a2-megagpu-16g, a3-highgpu-8g,
- * g2-standard-N. False with @p error for another machine type or a TPU accelerator (no cluster
- * outside Google's has them).
+ * g2-standard-N. False with @p error for another machine type (with the nearest known name) or
+ * a TPU accelerator (no cluster outside Google's has them).
  */
 bool machineShape(const MachineSpec& machine, MachineShape* shape, std::string* error);
 
 /**
- * Whether @p type is a machine type machineShape knows; when not, *closest holds the known name
- * nearest to it ("n1-standard-8" for "n1-standrd-8"), or "" when none is near.
+ * Whether @p type is a machine type machineShape knows; when not, *error says so, with the known
+ * name nearest to it where one is near ("did you mean n1-standard-8?" for "n1-standrd-8").
  */
-bool knownMachineType(const std::string& type, std::string* closest);
+bool knownMachineType(const std::string& type, std::string* error);
 
 }  // namespace rd::orch

@@ -118,6 +118,15 @@ class JobCase(unittest.TestCase):
         cmd = [REDUCECTL, "run", spec_path, "--job-id", self.job_id, "--stop-grace", "3", *flags]
         return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
+    def detach(self, spec_path):
+        """Starts the job in the background, with a job registry of the test's own; returns the
+        finished `run --detach` and the environment that finds the job by id."""
+        env = dict(os.environ, XDG_STATE_HOME=os.path.join(self.dir, "state"))
+        proc = subprocess.run([REDUCECTL, "run", spec_path, "--detach", "--job-id", self.job_id],
+                              capture_output=True, text=True, timeout=60, env=env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return proc, env
+
     def run_job(self, spec_path, *flags, timeout=120):
         proc = self.start(spec_path, *flags)
         out, err = proc.communicate(timeout=timeout)
@@ -376,10 +385,7 @@ class JobTests(JobCase):
     def test_detach_then_status_and_cancel(self):
         spec = self.write_spec([pool(1, sh("exec sleep 320")), pool(1, sh("exec sleep 321")),
                                 pool(1, None)])
-        env = dict(os.environ, XDG_STATE_HOME=os.path.join(self.dir, "state"))
-        proc = subprocess.run([REDUCECTL, "run", spec, "--detach", "--job-id", self.job_id],
-                              capture_output=True, text=True, timeout=60, env=env)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
+        proc, env = self.detach(spec)
         self.assertEqual(proc.stdout.strip(), self.job_id)
         self.assertIn("started in the background", proc.stderr)
         self.assertNotIn("Slurm", proc.stderr)
@@ -409,10 +415,7 @@ class JobTests(JobCase):
         RUNNING it had recorded, and cancel says the job has ended."""
         spec = self.write_spec([pool(1, sh("exec sleep 330")), pool(1, sh("exec sleep 331")),
                                 pool(1, None)])
-        env = dict(os.environ, XDG_STATE_HOME=os.path.join(self.dir, "state"))
-        proc = subprocess.run([REDUCECTL, "run", spec, "--detach", "--job-id", self.job_id],
-                              capture_output=True, text=True, timeout=60, env=env)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
+        _, env = self.detach(spec)
         status_file = os.path.join(self.dir, self.job_id, "reducectl", "status")
 
         def recorded():

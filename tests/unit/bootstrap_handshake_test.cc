@@ -83,6 +83,22 @@ TEST(BootstrapHandshake, WrongSecretIsRefusedOnBothSidesBeforeAnyAddressMoves) {
   EXPECT_EQ(p.listener.takeOutput().find("listener-addr"), std::string::npos);
 }
 
+// Sends @p listener a hello, then an auth frame whose proof is made with @p proof_secret (as a
+// connector that skipped its own check would); returns the listener's status after it.
+Status sendProofMadeWith(Handshake& listener, const std::string& proof_secret) {
+  auth::Nonce cn{};
+  std::string hello = encodeFrame(FrameType::kHello, std::string(32, '\0'));
+  listener.consume(hello.data(), hello.size());
+  std::string challenge = listener.takeOutput();
+  auth::Nonce ln{};
+  std::memcpy(ln.data(), challenge.data() + kHeaderBytes, ln.size());
+  auth::Mac proof = bootstrapProof(false, proof_secret, cn, ln);
+  std::string body(reinterpret_cast<const char*>(proof.data()), proof.size());
+  body += std::string(8, '\1') + "addr";
+  std::string auth_frame = encodeFrame(FrameType::kAuth, body);
+  return listener.consume(auth_frame.data(), auth_frame.size());
+}
+
 // The connector's error says which side lacks a secret where that can be known, so a worker
 // without LIBREDUCE_SECRET_FILE is not told that the reducer is at fault.
 TEST(BootstrapHandshake, TheConnectorSaysWhichSideLacksASecret) {
@@ -120,17 +136,7 @@ TEST(BootstrapHandshake, TheListenerSaysWhichSideLacksASecret) {
         Case{"", "wrong", "the connecting peer has a job secret and this listener has none"},
         Case{"right", "wrong", "the connecting peer's job secret differs from this listener's"}}) {
     Handshake listener(Handshake::Side::kListener, c.listener_secret, Endpoint{1, "addr"});
-    auth::Nonce cn{};
-    std::string hello = encodeFrame(FrameType::kHello, std::string(32, '\0'));
-    listener.consume(hello.data(), hello.size());
-    std::string challenge = listener.takeOutput();
-    auth::Nonce ln{};
-    std::memcpy(ln.data(), challenge.data() + kHeaderBytes, ln.size());
-    auth::Mac proof = bootstrapProof(false, c.proof_secret, cn, ln);
-    std::string body(reinterpret_cast<const char*>(proof.data()), proof.size());
-    body += std::string(8, '\0') + "peer-addr";
-    std::string auth_frame = encodeFrame(FrameType::kAuth, body);
-    listener.consume(auth_frame.data(), auth_frame.size());
+    sendProofMadeWith(listener, c.proof_secret);
     EXPECT_EQ(listener.failure(), rdAuthFailed);
     EXPECT_NE(listener.error().find(c.says), std::string::npos) << listener.error();
   }
@@ -138,17 +144,7 @@ TEST(BootstrapHandshake, TheListenerSaysWhichSideLacksASecret) {
 
 TEST(BootstrapHandshake, ListenerRefusesAWrongProofAndTellsTheConnector) {
   Handshake listener(Handshake::Side::kListener, "right", Endpoint{1, "listener-addr"});
-  auth::Nonce cn{};
-  std::string hello = encodeFrame(FrameType::kHello, std::string(32, '\0'));
-  listener.consume(hello.data(), hello.size());
-  std::string challenge = listener.takeOutput();
-  auth::Nonce ln{};
-  std::memcpy(ln.data(), challenge.data() + kHeaderBytes, ln.size());
-  auth::Mac wrong = bootstrapProof(false, "wrong", cn, ln);
-  std::string body(reinterpret_cast<const char*>(wrong.data()), wrong.size());
-  body += std::string(8, '\1') + "addr";
-  std::string auth_frame = encodeFrame(FrameType::kAuth, body);
-  EXPECT_EQ(listener.consume(auth_frame.data(), auth_frame.size()), Status::kFailed);
+  EXPECT_EQ(sendProofMadeWith(listener, "wrong"), Status::kFailed);
   EXPECT_EQ(listener.failure(), rdAuthFailed);
   std::string reply = listener.takeOutput();
   ASSERT_EQ(reply.size(), kHeaderBytes + 4);
