@@ -43,16 +43,6 @@ bool unhex(const std::string& text, std::string* out) {
   return true;
 }
 
-// FNV-1a: a stable 64-bit communicator id from a job's text id.
-uint64_t hashText(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h == 0 ? 1 : h;
-}
-
 std::string envOr(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && v[0] != '\0' ? v : fallback;
@@ -73,6 +63,15 @@ rdResult_t overrideSetting(settings::Id id, int64_t value, T* out) {
 }
 
 }  // namespace
+
+uint64_t hashText(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h == 0 ? 1 : h;
+}
 
 rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret,
                         const RendezvousStarter& rendezvous, rdUniqueId* id,

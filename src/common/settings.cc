@@ -343,6 +343,41 @@ constexpr Setting kTable[] = {
      .min = 0,
      .max = kUnbounded,
      .choices = kWireDtypes},
+    {.id = Id::kNcclTuner,
+     .name = "nccl_tuner",
+     .env = "LIBREDUCE_NCCL_TUNER",
+     .kind = Kind::kInt,
+     .default_value = "1",
+     .description = "The NCCL plugin's tuner (docs/nccl_plugin.md): 1 makes NCCL choose CollNet, "
+                    "i.e. the reducers, for all-reduces of the sizes where the model predicts "
+                    "they win; 0 leaves every choice to NCCL.",
+     .min = 0,
+     .max = 1,
+     .choices = {}},
+    {.id = Id::kNcclCollNetLatencyUs,
+     .name = "nccl_collnet_latency_us",
+     .env = "LIBREDUCE_NCCL_COLLNET_LATENCY_US",
+     .kind = Kind::kInt,
+     .default_value = "50",
+     .description = "The NCCL tuner's fixed cost of one all-reduce through the reducers, in "
+                    "microseconds (two network hops and a reduction), added to its bandwidth "
+                    "term. Larger: CollNet only for larger all-reduces.",
+     .min = 0,
+     .max = 10000000,
+     .choices = {}},
+    {.id = Id::kNcclChunkBytes,
+     .name = "nccl_chunk_bytes",
+     .env = "LIBREDUCE_NCCL_CHUNK_BYTES",
+     .kind = Kind::kSize,
+     .default_value = "auto",
+     .description = "Chunk size the NCCL tuner asks NCCL (2.30 and later) to hand CollNet; each "
+                    "chunk is one all-reduce through the reducers. auto: the all-reduce's bytes "
+                    "per channel, so NCCL's largest buffer step; never less than NCCL's own "
+                    "choice.",
+     .min = 4096,
+     .max = kUnbounded,
+     .choices = {},
+     .has_auto = true},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Id::kCount), "one row per settings::Id");
 

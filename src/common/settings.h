@@ -43,6 +43,9 @@ enum class Id : int {
   kReducerThreads,
   kReducerLanes,
   kWireDtype,
+  kNcclTuner,
+  kNcclCollNetLatencyUs,
+  kNcclChunkBytes,
   kCount
 };
 

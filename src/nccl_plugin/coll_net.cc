@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "nccl_plugin/coll_net.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "collectives/communicator.h"
 #include "collectives/unique_id.h"
 #include "common/auth.h"
 #include "common/settings.h"
@@ -21,23 +27,42 @@ namespace rd::nccl::collnet {
 
 namespace {
 
-constexpr uint32_t kCollHandleMagic = 0x6c724331;  // "lrC1"
+constexpr uint32_t kCollHandleMagic = 0x6c724332;  // "lrC2"
+constexpr size_t kHostBytes = 64;
 
 struct CollHandle {
   uint32_t magic;
-  uint32_t reserved;
-  uint64_t nonce;  // rank 0's becomes the communicator id
+  uint32_t has_reducers;     // LIBREDUCE_REDUCERS is set on this rank's node
+  uint64_t nonce;            // rank 0's becomes the communicator id
+  uint64_t reducers_digest;  // of the parsed reducer list: every rank must name the same
+  char host[kHostBytes];     // for messages: which node lacks what
 };
 static_assert(sizeof(CollHandle) <= kNcclNetHandleMaxSize, "NCCL's handle is 128 bytes");
 
+// One per NCCL communicator (v11+); before v11 every listen and comm belongs to none.
+struct Context {
+  uint64_t comm_id = 0;
+  std::atomic<int> open{0};  // listens and comms made in it and not closed yet
+};
+
+std::mutex g_contexts_mu;
+std::set<Context*> g_contexts;
+
+bool isLive(Context* ctx) {
+  std::lock_guard<std::mutex> lock(g_contexts_mu);
+  return g_contexts.count(ctx) != 0;
+}
+
 struct CollListen {
   uint64_t nonce = 0;
+  Context* ctx = nullptr;
 };
 
 struct CollComm {
   rdComm_t comm = nullptr;
   int rank = 0;
   int nranks = 0;
+  Context* ctx = nullptr;
   std::atomic<bool> reported{false};  // the first collective is logged: proof CollNet is used
 };
 
@@ -96,6 +121,56 @@ ncclResult_t handOut(ncclResult_t posted, CollRequest* req, void** request) {
   return ncclSuccess;
 }
 
+// The reducer list of this node, parsed and rejoined (so spacing does not matter), or "".
+std::string localReducers() {
+  std::vector<std::string> list;
+  if (coll::parseReducerList(settings::rawValue(settings::Id::kReducers), &list) != rdSuccess) {
+    return "";
+  }
+  std::string joined;
+  for (const std::string& address : list) joined += (joined.empty() ? "" : ",") + address;
+  return joined;
+}
+
+// NCCL's own switch, which a job sets alike on every node (NCCL reads it as an integer).
+bool collNetRequested() {
+  const char* value = std::getenv("NCCL_COLLNET_ENABLE");  // NCCL's variable, not a setting
+  return value != nullptr && std::strtol(value, nullptr, 10) != 0;
+}
+
+std::string hostOf(const CollHandle& h) {
+  return std::string(h.host, strnlen(h.host, sizeof h.host));
+}
+
+// Every rank runs this on the same handles, so every rank fails or none does.
+ncclResult_t checkHandles(void* const* handles, int nranks, CollHandle* root) {
+  for (int r = 0; r < nranks; ++r) {
+    if (handles[r] == nullptr) return ncclInvalidArgument;
+    CollHandle h{};
+    std::memcpy(&h, handles[r], sizeof h);
+    if (r == 0) *root = h;
+    if (h.magic != kCollHandleMagic) {
+      RD_NCCL_WARN("CollNet connect: rank %d's handle was not made by this plugin's CollNet", r);
+      return ncclInvalidUsage;
+    }
+    if (h.has_reducers == 0) {
+      RD_NCCL_WARN(
+          "CollNet off for this communicator: rank %d (host %s) has no "
+          "LIBREDUCE_REDUCERS; NCCL goes on without CollNet",
+          r, hostOf(h).c_str());
+      return ncclInvalidUsage;
+    }
+    if (h.reducers_digest != root->reducers_digest) {
+      RD_NCCL_WARN(
+          "CollNet off for this communicator: rank %d (host %s) names other reducers "
+          "in LIBREDUCE_REDUCERS than rank 0 (host %s)",
+          r, hostOf(h).c_str(), hostOf(*root).c_str());
+      return ncclInvalidUsage;
+    }
+  }
+  return ncclSuccess;
+}
+
 }  // namespace
 
 ncclResult_t init(ncclDebugLogger_t logger) {
@@ -103,11 +178,44 @@ ncclResult_t init(ncclDebugLogger_t logger) {
   return ncclSuccess;
 }
 
+ncclResult_t openContext(uint64_t comm_id, void** ctx) {
+  if (ctx == nullptr) return ncclInvalidArgument;
+  auto* context = new Context;
+  context->comm_id = comm_id;
+  std::lock_guard<std::mutex> lock(g_contexts_mu);
+  g_contexts.insert(context);
+  *ctx = context;
+  return ncclSuccess;
+}
+
+ncclResult_t closeContext(void* ctx) {
+  auto* context = static_cast<Context*>(ctx);
+  std::lock_guard<std::mutex> lock(g_contexts_mu);
+  if (g_contexts.count(context) == 0) {
+    RD_NCCL_WARN("CollNet finalize: not a context this plugin made, or finalized already");
+    return ncclInvalidUsage;
+  }
+  if (int open = context->open.load(); open != 0) {
+    RD_NCCL_WARN("CollNet finalize of comm 0x%llx with %d listen or collective comms open",
+                 static_cast<unsigned long long>(context->comm_id), open);
+    return ncclInvalidUsage;
+  }
+  g_contexts.erase(context);
+  delete context;
+  return ncclSuccess;
+}
+
 ncclResult_t devices(int* ndev) {
   if (ndev == nullptr) return ncclInvalidArgument;
   bool have_reducers = !settings::rawValue(settings::Id::kReducers).empty();
-  *ndev = have_reducers ? 1 : 0;
-  if (!have_reducers) RD_NCCL_INFO(kNcclLogInit, "CollNet off: LIBREDUCE_REDUCERS is not set");
+  *ndev = have_reducers || collNetRequested() ? 1 : 0;
+  if (*ndev == 0) {
+    RD_NCCL_INFO(kNcclLogInit, "CollNet off: neither LIBREDUCE_REDUCERS nor NCCL_COLLNET_ENABLE");
+  } else if (!have_reducers) {
+    RD_NCCL_WARN(
+        "NCCL_COLLNET_ENABLE is set but LIBREDUCE_REDUCERS is not: this node reports a "
+        "CollNet device like the others, and its communicators run without CollNet");
+  }
   return ncclSuccess;
 }
 
@@ -117,17 +225,30 @@ ncclResult_t fillProperties(int dev, ncclNetProperties_v8_t* props) {
   return net::fillProperties(dev, props);
 }
 
-ncclResult_t listen(int dev, void* handle, void** listen_comm) {
+ncclResult_t listen(void* ctx, int dev, void* handle, void** listen_comm) {
   if (dev != 0 || handle == nullptr || listen_comm == nullptr) return ncclInvalidArgument;
+  auto* context = static_cast<Context*>(ctx);
+  if (context != nullptr && !isLive(context)) {
+    RD_NCCL_WARN("CollNet listen: not a live context of this plugin");
+    return ncclInvalidArgument;
+  }
   auto* lc = new CollListen;
+  lc->ctx = context;
   rdResult_t st = auth::randomBytes(&lc->nonce, sizeof lc->nonce);
   if (st != rdSuccess) {
     delete lc;
     return RD_NCCL_FAIL(st, "CollNet listen");
   }
-  CollHandle h{kCollHandleMagic, 0, lc->nonce};
+  std::string reducers = localReducers();
+  CollHandle h{};
+  h.magic = kCollHandleMagic;
+  h.has_reducers = reducers.empty() ? 0 : 1;
+  h.nonce = lc->nonce;
+  h.reducers_digest = reducers.empty() ? 0 : coll::hashText(reducers);
+  if (gethostname(h.host, sizeof h.host - 1) != 0) std::strcpy(h.host, "?");
   std::memset(handle, 0, kNcclNetHandleMaxSize);
   std::memcpy(handle, &h, sizeof h);
+  if (context != nullptr) ++context->open;
   *listen_comm = lc;
   return ncclSuccess;
 }
@@ -140,16 +261,10 @@ ncclResult_t connect(void* const* handles, int nranks, int rank, void* listen_co
   }
   *coll_comm = nullptr;
   CollHandle root{};
-  std::memcpy(&root, handles[0], sizeof root);
-  if (root.magic != kCollHandleMagic) {
-    RD_NCCL_WARN("CollNet connect: rank 0's handle was not made by this plugin");
-    return ncclInvalidArgument;
+  if (ncclResult_t checked = checkHandles(handles, nranks, &root); checked != ncclSuccess) {
+    return checked;
   }
-  std::string reducers = settings::rawValue(settings::Id::kReducers);
-  if (reducers.empty()) {
-    RD_NCCL_WARN("CollNet connect: LIBREDUCE_REDUCERS is not set");
-    return ncclInvalidUsage;
-  }
+  std::string reducers = localReducers();
   std::string secret;
   rdResult_t st = auth::secretFromSettings(&secret);
   if (st != rdSuccess) return RD_NCCL_FAIL(st, "CollNet connect: reading the job secret");
@@ -161,6 +276,7 @@ ncclResult_t connect(void* const* handles, int nranks, int rank, void* listen_co
   auto* cc = new CollComm;
   cc->rank = rank;
   cc->nranks = nranks;
+  cc->ctx = static_cast<CollListen*>(listen_comm)->ctx;
   st = rdCommInitRankConfig(&cc->comm, nranks, id, rank, &config);
   if (st != rdSuccess) {
     delete cc;
@@ -169,6 +285,7 @@ ncclResult_t connect(void* const* handles, int nranks, int rank, void* listen_co
   }
   RD_NCCL_INFO(kNcclLogInit | kNcclLogNet, "CollNet rank %d of %d joined reducers %s", rank, nranks,
                reducers.c_str());
+  if (cc->ctx != nullptr) ++cc->ctx->open;
   *coll_comm = cc;
   return ncclSuccess;
 }
@@ -309,13 +426,17 @@ ncclResult_t closeColl(void* coll_comm) {
   rdCommGetAsyncError(cc->comm, &error);
   if (error != rdSuccess) rdCommAbort(cc->comm);  // peers may be gone: do not wait for them
   rdResult_t st = rdCommDestroy(cc->comm);
+  if (cc->ctx != nullptr) --cc->ctx->open;
   delete cc;
   if (st != rdSuccess) return RD_NCCL_FAIL(st, "CollNet close");
   return ncclSuccess;
 }
 
 ncclResult_t closeListen(void* listen_comm) {
-  delete static_cast<CollListen*>(listen_comm);
+  auto* lc = static_cast<CollListen*>(listen_comm);
+  if (lc == nullptr) return ncclInvalidArgument;
+  if (lc->ctx != nullptr) --lc->ctx->open;
+  delete lc;
   return ncclSuccess;
 }
 

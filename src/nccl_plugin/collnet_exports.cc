@@ -9,8 +9,6 @@
 namespace rd::nccl::collnet {
 namespace {
 
-int g_context;  // v11+: CollNet keeps no per-communicator state outside its collComms
-
 ncclResult_t connectAll(void* handles[], int nranks, int rank, void* listen_comm,
                         void** coll_comm) {
   return connect(handles, nranks, rank, listen_comm, coll_comm);
@@ -59,18 +57,14 @@ ncclResult_t ireducescatterSge(void* coll_comm, int nparts, Sge* parts, void* re
                         window_offset, window_bytes, dtype, op, request);
 }
 
-ncclResult_t initV11(void** ctx, uint64_t /*comm_id*/, ncclDebugLogger_t logger) {
+ncclResult_t initV11(void** ctx, uint64_t comm_id, ncclDebugLogger_t logger) {
   if (ctx == nullptr) return ncclInvalidArgument;
-  *ctx = &g_context;
-  return init(logger);
+  init(logger);
+  return openContext(comm_id, ctx);
 }
 
-ncclResult_t listenV11(void* /*ctx*/, int dev, void* handle, void** listen_comm) {
-  return listen(dev, handle, listen_comm);
-}
-
-ncclResult_t finalize(void* /*ctx*/) {
-  return ncclSuccess;
+ncclResult_t listenV8(int dev, void* handle, void** listen_comm) {
+  return listen(nullptr, dev, handle, listen_comm);
 }
 
 template <typename Props>
@@ -98,7 +92,7 @@ RD_NCCL_EXPORT ncclCollNet_v8_t ncclCollNetPlugin_v8 = {
     .init = collnet::init,
     .devices = collnet::devices,
     .getProperties = collnet::getPropertiesV8,
-    .listen = collnet::listen,
+    .listen = collnet::listenV8,
     .connect = collnet::connectAll,
     .reduceSupport = collnet::reduceSupport,
     .regMr = collnet::regMr,
@@ -119,7 +113,7 @@ RD_NCCL_EXPORT ncclCollNet_v9_t ncclCollNetPlugin_v9 = {
     .init = collnet::init,
     .devices = collnet::devices,
     .getProperties = collnet::getProperties<ncclNetProperties_v9_t>,
-    .listen = collnet::listen,
+    .listen = collnet::listenV8,
     .connect = collnet::connectAll,
     .reduceSupport = collnet::reduceSupport,
     .regMr = collnet::regMr,
@@ -142,7 +136,7 @@ RD_NCCL_EXPORT ncclCollNet_v11_t ncclCollNetPlugin_v11 = {
     .init = collnet::initV11,
     .devices = collnet::devices,
     .getProperties = collnet::getProperties<ncclNetProperties_v11_t>,
-    .listen = collnet::listenV11,
+    .listen = collnet::listen,
     .connect = collnet::connectAll,
     .reduceSupport = collnet::reduceSupport,
     .regMr = collnet::regMr,
@@ -156,16 +150,16 @@ RD_NCCL_EXPORT ncclCollNet_v11_t ncclCollNetPlugin_v11 = {
     .closeColl = collnet::closeColl,
     .closeListen = collnet::closeListen,
     .makeVDevice = makeSingleVDevice<ncclNetVDeviceProps<kNcclNetMaxDevsPerNicV9>>,
-    .finalize = collnet::finalize,
+    .finalize = collnet::closeContext,
 };
 
-// NCCL 2.30.
+// NCCL 2.30 - 2.32 (the v12 layout of NCCL 2.30's headers; 2.31 and 2.32 look up no newer one).
 RD_NCCL_EXPORT ncclCollNet_v12_t ncclCollNetPlugin_v12 = {
     .name = "libreduce",
     .init = collnet::initV11,
     .devices = collnet::devices,
     .getProperties = collnet::getProperties<ncclNetProperties_v12_t>,
-    .listen = collnet::listenV11,
+    .listen = collnet::listen,
     .connect = collnet::connectAll,
     .reduceSupport = collnet::reduceSupport,
     .regMr = collnet::regMr,
@@ -179,7 +173,7 @@ RD_NCCL_EXPORT ncclCollNet_v12_t ncclCollNetPlugin_v12 = {
     .closeColl = collnet::closeColl,
     .closeListen = collnet::closeListen,
     .makeVDevice = makeSingleVDevice<ncclNetVDeviceProps<kNcclNetMaxDevsPerNicV12>>,
-    .finalize = collnet::finalize,
+    .finalize = collnet::closeContext,
 };
 
 }  // extern "C"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // NCCL's plugin ABI, declared here so that the plugin builds without NCCL or CUDA headers.
 // Layouts follow NCCL's net plugin interface: v8 (NCCL 2.20-2.23), v9 (2.24-2.25), v10
-// (2.26-2.27), v11 (2.28-2.29) and v12 (2.30), by the symbol each release looks up (2.19 looks
+// (2.26-2.27), v11 (2.28-2.29) and v12 (2.30-2.32), by the symbol each release looks up (2.19 looks
 // up v5..v7 only, which this plugin does not export). Every struct is C layout; field order and
 // types must not change. Only what this plugin uses or fills is declared.
 #pragma once

@@ -207,7 +207,7 @@ RD_NCCL_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
     .setNetAttr = net::setNetAttr,
 };
 
-// NCCL 2.30.
+// NCCL 2.30 - 2.32 (the v12 layout of NCCL 2.30's headers; 2.31 and 2.32 look up no newer one).
 RD_NCCL_EXPORT ncclNet_v12_t ncclNetPlugin_v12 = {
     .name = "libreduce",
     .init = net::initV11,

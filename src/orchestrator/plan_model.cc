@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/cost_model.h"
 #include "common/limits.h"
 
 namespace rd::orch {
@@ -84,8 +85,8 @@ bool makePlan(const PlanInput& input, Plan* plan, std::string* error) {
     result.speedup = 1;
     result.too_few = false;
   } else {
-    result.ring_cost = 2 * (n - 1) / n;
-    result.rs_cost = std::max(1.0, needed / k);
+    result.ring_cost = cost::ringPerByte(n);
+    result.rs_cost = cost::reductionServerPerByte(n, input.worker_gbps, k, input.reducer_gbps);
     result.speedup = result.ring_cost / result.rs_cost;
     result.too_few = result.reducers < result.recommended_reducers;
   }

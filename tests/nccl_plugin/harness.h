@@ -48,6 +48,11 @@ bool netSetUp(const NetApi& net, const FileExchange& ex, NetRing* ring);
 /** Transfers of several sizes and tags around the ring, receives posted before and after. */
 bool netTransfers(const NetApi& net, const FileExchange& ex, const NetRing& ring);
 bool netTearDown(const NetApi& net, const NetRing& ring);
+/**
+ * Rank 1, which holds another secret than rank 0, connects and sends to rank 0: rank 0 must
+ * never accept it, and rank 1's send must fail ("EXPECTED ERROR isend code=C in M ms").
+ */
+bool netRefusesWrongSecret(const NetApi& net, const FileExchange& ex);
 
 struct CollSetup {
   void* listen = nullptr;
@@ -65,6 +70,17 @@ bool collNetCollectives(const CollNetApi& coll, const FileExchange& ex, const Co
  * @p iterations verified float32 sum all-reduces of @p count elements, one at a time; prints
  * "rank R: N collectives done" after the @p announce_after-th (for a test to act then).
  */
+/**
+ * Two NCCL communicators in one process, as v11+ gives each its own context: both connected at
+ * once, verified all-reduces in flight on both; then the first is closed and its context
+ * finalized (refused while its comm is open, and a second time) while the second goes on.
+ */
+bool collNetTwoContexts(const CollNetApi& coll, const FileExchange& ex);
+/**
+ * With LIBREDUCE_WIRE_DTYPE=bf16: float32 sums of bf16-exact values are exact, and 1 + 2^-20 on
+ * every rank sums to n (the low bits did not travel), which a float32 wire would not give.
+ */
+bool collNetWireCompressed(const CollNetApi& coll, const FileExchange& ex, const CollSetup& setup);
 bool collNetAllReduceLoop(const CollNetApi& coll, const FileExchange& ex, const CollSetup& setup,
                           int iterations, size_t count, int announce_after);
 

@@ -136,13 +136,21 @@ bool allGatherWindow(const CollNetApi& coll, const FileExchange& ex, const CollS
   size_t lo = std::max(begin, offset);  // this rank's bytes in the window start here
   std::vector<unsigned char> out(bytes, 0);
   size_t first = bytes / 3;
-  Sge parts[2] = {{out.data(), first}, {out.data() + first, bytes - first}};
+  void* send_mh = nullptr;
+  void* out_mh = nullptr;
+  if (coll.regMr(setup.comm, mine.data(), mine.size(), &send_mh) != ncclSuccess ||
+      coll.regMr(setup.comm, out.data(), out.size(), &out_mh) != ncclSuccess) {
+    return false;
+  }
+  Sge parts[2] = {{out.data(), first, out_mh}, {out.data() + first, bytes - first, out_mh}};
   void* req = nullptr;
   const void* send = mine.data() + (lo > begin ? lo - begin : 0);
   if (coll.iallgather(setup.comm, const_cast<void*>(send), 2, parts, per_rank, offset, bytes,
-                      &req) != ncclSuccess ||
+                      send_mh, &req) != ncclSuccess ||
       req == nullptr ||
-      !testUntilDone([&](int* done) { return coll.test(req, done, nullptr); }, "iallgather")) {
+      !testUntilDone([&](int* done) { return coll.test(req, done, nullptr); }, "iallgather") ||
+      coll.deregMr(setup.comm, send_mh) != ncclSuccess ||
+      coll.deregMr(setup.comm, out_mh) != ncclSuccess) {
     return false;
   }
   for (size_t k = 0; k < bytes; ++k) {
@@ -156,37 +164,70 @@ bool allGatherWindow(const CollNetApi& coll, const FileExchange& ex, const CollS
   return true;
 }
 
-// Window of a float32 sum reduce-scatter; this rank's reduced bytes land at the start of recv.
+// Window of a reduce-scatter of @p dtype and @p op; this rank's reduced bytes land at the start
+// of recv. Byte counts are multiples of the element size.
 bool reduceScatterWindow(const CollNetApi& coll, const FileExchange& ex, const CollSetup& setup,
-                         size_t per_rank, size_t offset, size_t bytes) {
+                         int dtype, int op, size_t per_rank, size_t offset, size_t bytes) {
   const uint64_t salt = nextSalt();
-  size_t total = per_rank * static_cast<size_t>(ex.nranks()) / 4;
-  std::vector<float> in(total);
-  for (size_t j = 0; j < total; ++j) {
-    in[j] = static_cast<float>(input(ex.rank(), kFloat32, 0, j, salt));
+  const size_t elem = kTypeSize[dtype];
+  const int n = ex.nranks();
+  std::vector<char> in(per_rank * static_cast<size_t>(n));
+  for (size_t j = 0; j < in.size() / elem; ++j)
+    store(dtype, in.data(), j, input(ex.rank(), dtype, op, j, salt));
+  std::vector<char> out(per_rank, 0);
+  void* in_mh = nullptr;
+  void* out_mh = nullptr;
+  if (coll.regMr(setup.comm, in.data(), in.size(), &in_mh) != ncclSuccess ||
+      coll.regMr(setup.comm, out.data(), out.size(), &out_mh) != ncclSuccess) {
+    return false;
   }
-  std::vector<float> out(per_rank / 4, -1.0f);
-  char* window = reinterpret_cast<char*>(in.data()) + offset;
-  Sge parts[2] = {{window, 12}, {window + 12, bytes - 12}};
+  char* window = in.data() + offset;
+  Sge parts[2] = {{window, 12, in_mh}, {window + 12, bytes - 12, in_mh}};
   void* req = nullptr;
-  if (coll.ireducescatter(setup.comm, 2, parts, out.data(), per_rank, offset, bytes, kFloat32, 0,
-                          &req) != ncclSuccess ||
+  if (coll.ireducescatter(setup.comm, 2, parts, out.data(), per_rank, offset, bytes, dtype, op,
+                          out_mh, &req) != ncclSuccess ||
       req == nullptr ||
-      !testUntilDone([&](int* done) { return coll.test(req, done, nullptr); }, "ireducescatter")) {
+      !testUntilDone([&](int* done) { return coll.test(req, done, nullptr); }, "ireducescatter") ||
+      coll.deregMr(setup.comm, in_mh) != ncclSuccess ||
+      coll.deregMr(setup.comm, out_mh) != ncclSuccess) {
     return false;
   }
   size_t begin = static_cast<size_t>(ex.rank()) * per_rank;
   size_t lo = std::max(begin, offset);
   size_t hi = std::min(begin + per_rank, offset + bytes);
-  int n = ex.nranks();
-  for (size_t b = lo; b < hi; b += 4) {
-    size_t j = b / 4;
-    auto want = static_cast<float>(expected(0, kFloat32, n, j, salt));
-    float got = out[(b - lo) / 4];
-    if (got != want) {
-      std::fprintf(stderr, "reduce-scatter element %zu is %g, expected %g\n", j, got, want);
+  double tolerance = op == 4 ? 1e-2 : 0;  // avg of floats, as for the all-reduce
+  for (size_t b = lo; b < hi; b += elem) {
+    size_t j = b / elem;
+    double want = expected(op, dtype, n, j, salt);
+    double got = load(dtype, out.data(), (b - lo) / elem);
+    if (std::fabs(got - want) > tolerance * std::fabs(want)) {
+      std::fprintf(stderr, "reduce-scatter dtype %d op %d element %zu is %g, expected %g\n", dtype,
+                   op, j, got, want);
       return false;
     }
+  }
+  return true;
+}
+
+// Host memory needs no flush: iflush completes at once. DMA-BUF is never offered, so refused.
+bool flushAndRefuseDmaBuf(const CollNetApi& coll, const CollSetup& setup) {
+  std::vector<char> buf(4096);
+  void* mh = nullptr;
+  void* request = reinterpret_cast<void*>(1);
+  if (coll.regMr(setup.comm, buf.data(), buf.size(), &mh) != ncclSuccess ||
+      coll.iflush(setup.comm, buf.data(), static_cast<int>(buf.size()), mh, &request) !=
+          ncclSuccess ||
+      (request != nullptr &&
+       !testUntilDone([&](int* done) { return coll.test(request, done, nullptr); }, "iflush")) ||
+      coll.deregMr(setup.comm, mh) != ncclSuccess) {
+    std::fprintf(stderr, "CollNet iflush did not complete\n");
+    return false;
+  }
+  void* dmabuf_mh = nullptr;
+  if (coll.regMrDmaBuf(setup.comm, buf.data(), buf.size(), &dmabuf_mh) == ncclSuccess ||
+      dmabuf_mh != nullptr) {
+    std::fprintf(stderr, "CollNet regMrDmaBuf accepted a DMA-BUF it never offered\n");
+    return false;
   }
   return true;
 }
@@ -248,11 +289,18 @@ bool collNetCollectives(const CollNetApi& coll, const FileExchange& ex, const Co
     return false;
   }
   size_t rs_per_rank = 400, rs_total = rs_per_rank * static_cast<size_t>(n);
-  if (!reduceScatterWindow(coll, ex, setup, rs_per_rank, 0, rs_total) ||
-      !reduceScatterWindow(coll, ex, setup, rs_per_rank, 200, rs_total - 200)) {
+  for (int dtype = 0; dtype < kNumTypes; ++dtype) {
+    for (int op = 0; op < kNumOps; ++op) {
+      if (!reduceScatterWindow(coll, ex, setup, dtype, op, rs_per_rank, 0, rs_total)) return false;
+    }
+  }
+  if (!reduceScatterWindow(coll, ex, setup, kFloat32, 0, rs_per_rank, 200, rs_total - 200)) {
     return false;
   }
-  std::printf("all-gather and reduce-scatter windows ok\n");
+  std::printf("all-gather windows and reduce-scatter windows of %d dtypes x %d ops ok\n", kNumTypes,
+              kNumOps);
+  if (!flushAndRefuseDmaBuf(coll, setup)) return false;
+  std::printf("CollNet iflush and DMA-BUF refusal ok\n");
   return true;
 }
 
@@ -268,6 +316,95 @@ bool collNetAllReduceLoop(const CollNetApi& coll, const FileExchange& ex, const 
     }
   }
   std::printf("rank %d: %d all-reduces ok\n", ex.rank(), iterations);
+  return true;
+}
+
+bool collNetTwoContexts(const CollNetApi& coll, const FileExchange& ex) {
+  if (!coll.openContext) {
+    std::fprintf(stderr, "contexts: this version has none (v11 and later)\n");
+    return false;
+  }
+  void* ctx[2] = {};
+  CollSetup setup[2];
+  for (int c = 0; c < 2; ++c) {
+    char handle[kNcclNetHandleMaxSize] = {};
+    std::vector<std::string> all;
+    std::vector<void*> handles;
+    if (coll.openContext(0xc0 + c, &ctx[c]) != ncclSuccess ||
+        coll.listenIn(ctx[c], handle, &setup[c].listen) != ncclSuccess ||
+        !ex.allGather("ctx" + std::to_string(c), std::string(handle, sizeof handle), &all)) {
+      return false;
+    }
+    handles.reserve(all.size());
+    for (std::string& h : all) handles.push_back(h.data());
+    if (coll.connect(handles.data(), ex.nranks(), ex.rank(), setup[c].listen, &setup[c].comm) !=
+        ncclSuccess) {
+      return false;
+    }
+  }
+  std::vector<Op> ops[2];  // both communicators' all-reduces in flight at once
+  for (int c = 0; c < 2; ++c) ops[c].push_back(makeOp(kFloat32, 0, 50000 + c, ex.rank()));
+  for (int c = 0; c < 2; ++c) {
+    Op& o = ops[c][0];
+    if (coll.iallreduce(setup[c].comm, o.send.data(), o.recv.data(), o.count, o.dtype, o.op,
+                        nullptr, nullptr, &o.req) != ncclSuccess) {
+      return false;
+    }
+  }
+  for (int c = 0; c < 2; ++c) {
+    Op& o = ops[c][0];
+    if (!testUntilDone([&](int* done) { return coll.test(o.req, done, nullptr); }, "iallreduce") ||
+        !checkAllReduce(o, ex.nranks())) {
+      return false;
+    }
+  }
+  if (coll.finalizeContext(ctx[0]) != ncclInvalidUsage) {
+    std::fprintf(stderr, "finalize of a context with its comm open was not refused\n");
+    return false;
+  }
+  if (coll.closeColl(setup[0].comm) != ncclSuccess ||
+      coll.closeListen(setup[0].listen) != ncclSuccess ||
+      coll.finalizeContext(ctx[0]) != ncclSuccess || coll.finalizeContext(ctx[0]) == ncclSuccess) {
+    std::fprintf(stderr, "closing the first communicator's context went wrong\n");
+    return false;
+  }
+  char handle[kNcclNetHandleMaxSize] = {};
+  void* stale = nullptr;
+  if (coll.listenIn(ctx[0], handle, &stale) == ncclSuccess) {
+    std::fprintf(stderr, "listen in a finalized context was accepted\n");
+    return false;
+  }
+  if (!collNetAllReduceLoop(coll, ex, setup[1], 5, 4096, 0)) return false;
+  std::printf("two contexts ok: both communicators verified, the second after the first ended\n");
+  return coll.closeColl(setup[1].comm) == ncclSuccess &&
+         coll.closeListen(setup[1].listen) == ncclSuccess &&
+         coll.finalizeContext(ctx[1]) == ncclSuccess;
+}
+
+bool collNetWireCompressed(const CollNetApi& coll, const FileExchange& ex, const CollSetup& setup) {
+  constexpr size_t kCount = 100000;
+  constexpr float kLowBits = 1.0f + 0x1p-20f;  // not a bf16 value: rounds to 1 on the wire
+  const auto n = static_cast<float>(ex.nranks());
+  std::vector<float> in(kCount), out(kCount, -1.0f);
+  for (size_t i = 0; i < kCount; ++i) {
+    in[i] = i % 2 == 0 ? static_cast<float>((ex.rank() + 1) * static_cast<int>(i % 13)) : kLowBits;
+  }
+  void* req = nullptr;
+  if (coll.iallreduce(setup.comm, in.data(), out.data(), kCount, kFloat32, 0, nullptr, nullptr,
+                      &req) != ncclSuccess ||
+      !testUntilDone([&](int* done) { return coll.test(req, done, nullptr); }, "iallreduce")) {
+    return false;
+  }
+  const float ranks_sum = n * (n + 1) / 2;  // sum of (rank + 1)
+  for (size_t i = 0; i < kCount; ++i) {
+    float want = i % 2 == 0 ? ranks_sum * static_cast<float>(i % 13) : n;
+    if (out[i] != want) {
+      std::fprintf(stderr, "wire bf16: element %zu is %.9g, expected %.9g%s\n", i, out[i], want,
+                   out[i] == n * kLowBits ? " (float32 travelled: not compressed)" : "");
+      return false;
+    }
+  }
+  std::printf("wire compression through CollNet ok: bf16-exact sums exact, low bits dropped\n");
   return true;
 }
 

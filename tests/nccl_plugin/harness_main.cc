@@ -10,7 +10,11 @@
 //                      connect-error: CollNet connect must fail (no reducers, wrong secret);
 //                      peer-killed: the last rank dies after setup, the others must get errors;
 //                      reducer-lost: 200 verified all-reduces of 1 MiB, through a reducer the
-//                      test kills after the 20th (docs/failover.md)
+//                      test kills after the 20th (docs/failover.md);
+//                      contexts: two communicators' contexts at once (v11+);
+//                      wire-bf16: all-reduces with LIBREDUCE_WIRE_DTYPE=bf16, checked;
+//                      net-secret: rank 1 holds another secret: Net must refuse it;
+//                      devices: prints the CollNet device count and, with one, tries connect
 #include <dlfcn.h>
 
 #include <csignal>
@@ -86,6 +90,33 @@ bool runReducerLost(const LoadedPlugin& p, const FileExchange& ex) {
          p.collnet.closeListen(setup.listen) == ncclSuccess;
 }
 
+bool runWireBf16(const LoadedPlugin& p, const FileExchange& ex) {
+  CollSetup setup;
+  ncclResult_t result = ncclSuccess;
+  return collNetConnect(p.collnet, ex, &setup, &result) &&
+         collNetWireCompressed(p.collnet, ex, setup) &&
+         p.collnet.closeColl(setup.comm) == ncclSuccess &&
+         p.collnet.closeListen(setup.listen) == ncclSuccess;
+}
+
+bool runDevices(const LoadedPlugin& p, const FileExchange& ex) {
+  int ndev = -1;
+  if (p.collnet.devices(&ndev) != ncclSuccess) return false;
+  std::printf("rank %d: CollNet devices %d\n", ex.rank(), ndev);
+  if (ndev == 0) return true;
+  CollSetup setup;
+  ncclResult_t result = ncclSuccess;
+  auto start = Clock::now();
+  if (collNetConnect(p.collnet, ex, &setup, &result)) {
+    std::printf("rank %d: CollNet connected\n", ex.rank());
+    return p.collnet.closeColl(setup.comm) == ncclSuccess &&
+           p.collnet.closeListen(setup.listen) == ncclSuccess;
+  }
+  std::printf("EXPECTED ERROR connect code=%d in %lld ms\n", static_cast<int>(result),
+              msSince(start));
+  return setup.listen != nullptr && p.collnet.closeListen(setup.listen) == ncclSuccess;
+}
+
 bool runPeerKilled(const LoadedPlugin& p, const FileExchange& ex) {
   NetRing ring;
   CollSetup setup;
@@ -143,7 +174,8 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, &args) || rank_env == nullptr || size_env == nullptr) {
     std::fprintf(stderr,
                  "usage: RANK=r WORLD_SIZE=n %s --plugin PATH --dir DIR [--version N] "
-                 "[--scenario full|connect-error|peer-killed|reducer-lost]\n",
+                 "[--scenario full|connect-error|peer-killed|reducer-lost|contexts|wire-bf16|"
+                 "net-secret|devices]\n",
                  argv[0]);
     return 2;
   }
@@ -169,6 +201,14 @@ int main(int argc, char** argv) {
     ok = runPeerKilled(plugin, ex);
   else if (args.scenario == "reducer-lost")
     ok = runReducerLost(plugin, ex);
+  else if (args.scenario == "contexts")
+    ok = collNetTwoContexts(plugin.collnet, ex);
+  else if (args.scenario == "wire-bf16")
+    ok = runWireBf16(plugin, ex);
+  else if (args.scenario == "net-secret")
+    ok = netRefusesWrongSecret(plugin.net, ex);
+  else if (args.scenario == "devices")
+    ok = runDevices(plugin, ex);
   if (ok && args.scenario == "full") {
     // NCCL dlcloses the plugin after its last communicator; the plugin's threads must survive.
     dlclose(plugin.library);

@@ -74,7 +74,76 @@ bool waitReceive(const NetApi& net, void* request, const std::vector<Message*>& 
   return true;
 }
 
+// NCCL flushes a receive before the GPU reads it; host memory needs none, so the flush completes
+// at once. DMA-BUF registration is refused: ptrSupport never offers it.
+bool flushAndRefuseDmaBuf(const NetApi& net, const NetRing& ring, Message* m) {
+  void* data = m->recv.data();
+  int size = m->received;
+  void* request = reinterpret_cast<void*>(1);
+  if (net.iflush(ring.recv, 1, &data, &size, &m->recv_mh, &request) != ncclSuccess ||
+      (request != nullptr &&
+       !testUntilDone([&](int* done) { return net.test(request, done, nullptr); }, "iflush"))) {
+    std::fprintf(stderr, "Net iflush did not complete\n");
+    return false;
+  }
+  void* mh = nullptr;
+  if (net.regMrDmaBuf(ring.recv, m->recv.data(), m->recv.size(), &mh) == ncclSuccess ||
+      mh != nullptr) {
+    std::fprintf(stderr, "Net regMrDmaBuf accepted a DMA-BUF it never offered\n");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+bool netRefusesWrongSecret(const NetApi& net, const FileExchange& ex) {
+  using Clock = std::chrono::steady_clock;
+  char handle[kNcclNetHandleMaxSize] = {};
+  void* listen = nullptr;
+  if (net.listen(handle, &listen) != ncclSuccess || !ex.publish("net", std::string(handle, 128))) {
+    return false;
+  }
+  auto start = Clock::now();
+  auto ms = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  };
+  if (ex.rank() == 0) {  // accepts for 5 s: the peer with another secret must never get in
+    void* recv = nullptr;
+    while (recv == nullptr && ms() < 5000) {
+      if (net.accept(listen, &recv) != ncclSuccess) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (recv != nullptr) {
+      std::fprintf(stderr, "accepted a peer that holds another secret\n");
+      return false;
+    }
+    std::printf("EXPECTED REFUSAL accept: no comm in %lld ms\n", static_cast<long long>(ms()));
+    return net.closeListen(listen) == ncclSuccess;
+  }
+  std::string theirs;
+  if (!ex.fetch("net", 0, &theirs)) return false;
+  std::memcpy(handle, theirs.data(), sizeof handle);
+  void* send = nullptr;
+  if (!loopUntilComm([&](void** c) { return net.connect(handle, c); }, &send, "connect")) {
+    return false;
+  }
+  std::vector<char> data(64, 'x');
+  void* request = nullptr;
+  ncclResult_t result = net.isend(send, data.data(), data.size(), 7, nullptr, &request);
+  if (result == ncclSuccess && request == nullptr) {
+    std::fprintf(stderr, "isend posted nothing\n");
+    return false;
+  }
+  if (result == ncclSuccess) {
+    testUntilDone([&](int* done) { return net.test(request, done, nullptr); }, "isend", &result,
+                  std::chrono::seconds(15));
+  }
+  std::printf("EXPECTED ERROR isend code=%d in %lld ms\n", static_cast<int>(result),
+              static_cast<long long>(ms()));
+  net.closeSend(send);
+  return result != ncclSuccess && net.closeListen(listen) == ncclSuccess;
+}
 
 bool netSetUp(const NetApi& net, const FileExchange& ex, NetRing* ring) {
   int ndev = 0, ptr = 0, max_recvs = 0;
@@ -165,6 +234,7 @@ bool netTransfers(const NetApi& net, const FileExchange& ex, const NetRing& ring
       return false;
     }
   }
+  if (!flushAndRefuseDmaBuf(net, ring, &msgs[3])) return false;
   for (Message& m : msgs) {
     if (net.deregMr(ring.send, m.send_mh) != ncclSuccess ||
         net.deregMr(ring.recv, m.recv_mh) != ncclSuccess) {

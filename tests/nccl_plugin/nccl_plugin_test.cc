@@ -27,9 +27,12 @@ struct HarnessRun {
 };
 
 // Starts @p n harness ranks driving @p version in @p scenario; does not wait.
+using PerRankEnv = std::map<int, std::map<std::string, std::string>>;
+
 std::vector<Process*> startHarness(Cluster& cluster, int n, const std::string& reducers,
                                    int version, const std::string& scenario,
-                                   std::map<std::string, std::string> env) {
+                                   std::map<std::string, std::string> env,
+                                   const PerRankEnv& per_rank_env = {}) {
   static int next_dir = 0;
   std::string dir = cluster.dir() + "/exchange" + std::to_string(next_dir++);
   mkdir(dir.c_str(), 0700);
@@ -43,15 +46,15 @@ std::vector<Process*> startHarness(Cluster& cluster, int n, const std::string& r
   return cluster.startPrograms(RD_NCCL_PLUGIN_HARNESS_BIN, n, reducers,
                                {"--plugin", RD_NCCL_PLUGIN_LIB, "--dir", dir, "--version",
                                 std::to_string(version), "--scenario", scenario},
-                               env);
+                               env, per_rank_env);
 }
 
 // Starts @p n harness ranks driving @p version in @p scenario and waits for them.
 HarnessRun runHarness(Cluster& cluster, int n, const std::string& reducers, int version,
                       const std::string& scenario, std::map<std::string, std::string> env = {},
-                      seconds limit = seconds(240)) {
+                      seconds limit = seconds(240), const PerRankEnv& per_rank_env = {}) {
   HarnessRun run;
-  run.ranks = startHarness(cluster, n, reducers, version, scenario, std::move(env));
+  run.ranks = startHarness(cluster, n, reducers, version, scenario, std::move(env), per_rank_env);
   run.finished = cluster.wait(run.ranks, limit);
   return run;
 }
@@ -98,6 +101,10 @@ TEST_P(EachVersion, NetTransfersAndCollNetCollectivesAreCorrect) {
         << p->output;
     EXPECT_NE(p->output.find("first iallreduce through the reducers"), std::string::npos)
         << p->output;
+    EXPECT_NE(p->output.find("reduce-scatter windows of 10 dtypes x 5 ops ok"), std::string::npos)
+        << p->output;
+    EXPECT_NE(p->output.find("CollNet iflush and DMA-BUF refusal ok"), std::string::npos)
+        << p->output;
     EXPECT_NE(p->output.find("CollNet rank " + std::to_string(r) + " of " + std::to_string(nranks) +
                              " joined reducers"),
               std::string::npos)
@@ -124,6 +131,98 @@ TEST(Loading, NewestVersionFirstAsNcclDoes) {
     EXPECT_NE(p->output.find("resolved ncclNetPlugin_v12 and ncclCollNetPlugin_v12"),
               std::string::npos)
         << p->output;
+  }
+}
+
+// NCCL 2.28+ gives each of its communicators a CollNet context: two at once in one process.
+TEST(Contexts, EachCommunicatorHasItsOwn) {
+  for (int version : {11, 12}) {
+    Cluster cluster;
+    auto reducers = cluster.startReducers(2);
+    HarnessRun run = runHarness(cluster, 2, Cluster::addresses(reducers), version, "contexts");
+    ASSERT_TRUE(run.finished) << joinedOutput(run.ranks);
+    for (const Process* p : run.ranks) {
+      EXPECT_EQ(p->status, 0) << p->output;
+      EXPECT_NE(p->output.find("two contexts ok"), std::string::npos) << p->output;
+      EXPECT_NE(p->output.find("with 2 listen or collective comms open"), std::string::npos)
+          << "finalize with open comms must be refused and say why\n"
+          << p->output;
+    }
+  }
+}
+
+// LIBREDUCE_WIRE_DTYPE=bf16 reaches CollNet's all-reduces; without it the same check fails, so
+// it tells the two apart.
+TEST(WireCompression, Bf16TravelsThroughCollNet) {
+  Cluster cluster;
+  auto reducers = cluster.startReducers(2);
+  std::string addresses = Cluster::addresses(reducers);
+  HarnessRun bf16 =
+      runHarness(cluster, 3, addresses, 0, "wire-bf16", {{"LIBREDUCE_WIRE_DTYPE", "bf16"}});
+  ASSERT_TRUE(bf16.finished) << joinedOutput(bf16.ranks);
+  for (const Process* p : bf16.ranks) {
+    EXPECT_EQ(p->status, 0) << p->output;
+    EXPECT_NE(p->output.find("wire compression through CollNet ok"), std::string::npos)
+        << p->output;
+  }
+  HarnessRun plain = runHarness(cluster, 3, addresses, 0, "wire-bf16");
+  ASSERT_TRUE(plain.finished) << joinedOutput(plain.ranks);
+  for (const Process* p : plain.ranks) {
+    EXPECT_NE(p->status, 0) << p->output;
+    EXPECT_NE(p->output.find("float32 travelled: not compressed"), std::string::npos) << p->output;
+  }
+}
+
+TEST(Faults, NetRefusesAPeerWithAnotherSecret) {
+  Cluster cluster;
+  HarnessRun run = runHarness(
+      cluster, 2, "", 0, "net-secret", {}, seconds(60),
+      {{0, {{"LIBREDUCE_SECRET", "job-secret"}}}, {1, {{"LIBREDUCE_SECRET", "another-secret"}}}});
+  ASSERT_TRUE(run.finished) << joinedOutput(run.ranks);
+  for (const Process* p : run.ranks) EXPECT_EQ(p->status, 0) << joinedOutput(run.ranks);
+  EXPECT_NE(run.ranks[0]->output.find("EXPECTED REFUSAL accept"), std::string::npos)
+      << run.ranks[0]->output;
+  int code = 0;
+  EXPECT_GE(reportedMs(run.ranks[1]->output, "isend", &code), 0) << run.ranks[1]->output;
+  EXPECT_NE(code, 0) << run.ranks[1]->output;
+}
+
+// NCCL 2.30 refuses a job whose nodes report different CollNet device counts: the count follows
+// the job's NCCL_COLLNET_ENABLE, not one node's environment, and a node without the job's
+// reducers makes every rank's connect fail at once, naming that node.
+TEST(Devices, NoneWithoutReducersOrCollNet) {
+  Cluster cluster;
+  HarnessRun run = runHarness(cluster, 2, "", 0, "devices", {}, seconds(60));
+  ASSERT_TRUE(run.finished) << joinedOutput(run.ranks);
+  for (const Process* p : run.ranks) {
+    EXPECT_EQ(p->status, 0) << p->output;
+    EXPECT_NE(p->output.find("CollNet devices 0"), std::string::npos) << p->output;
+  }
+}
+
+TEST(Devices, SameCountOnEveryNodeAndANodeWithoutReducersIsNamed) {
+  struct Case {
+    std::string rank1_reducers, message;
+  };
+  const std::string reducers = "127.0.0.1:9,127.0.0.1:10";  // never contacted: connect fails first
+  for (const Case& c : {Case{"", "rank 1 (host "}, Case{"127.0.0.1:9", "rank 1 (host "}}) {
+    Cluster cluster;
+    HarnessRun run = runHarness(cluster, 2, reducers, 12, "devices", {{"NCCL_COLLNET_ENABLE", "1"}},
+                                seconds(60), {{1, {{"LIBREDUCE_REDUCERS", c.rank1_reducers}}}});
+    ASSERT_TRUE(run.finished) << joinedOutput(run.ranks);
+    std::string why =
+        c.rank1_reducers.empty() ? "has no LIBREDUCE_REDUCERS" : "names other reducers";
+    for (const Process* p : run.ranks) {
+      EXPECT_EQ(p->status, 0) << p->output;
+      EXPECT_NE(p->output.find("CollNet devices 1"), std::string::npos) << p->output;
+      int code = 0;
+      long long ms = reportedMs(p->output, "connect", &code);
+      EXPECT_GE(ms, 0) << p->output;
+      EXPECT_LT(ms, 1000) << "no wait for a join that cannot complete\n" << p->output;
+      EXPECT_EQ(code, 5) << "ncclInvalidUsage expected\n" << p->output;
+      EXPECT_NE(p->output.find(c.message), std::string::npos) << p->output;
+      EXPECT_NE(p->output.find(why), std::string::npos) << p->output;
+    }
   }
 }
 

@@ -24,6 +24,7 @@ void harnessLogger(ncclDebugLogLevel level, unsigned long /*flags*/, const char*
 namespace {
 
 constexpr uint64_t kNcclCommHash = 0x1234abcdull;  // what NCCL passes as its comm's hash (v11+)
+constexpr int kNoDmaBufFd = -1;
 
 template <typename Props>
 ncclResult_t readProps(ncclResult_t (*get)(int, Props*), int dev, int* ptr_support,
@@ -103,6 +104,12 @@ void bindNet(Net* n, NetApi* api) {
     return n->regMr(c, d, size, kNcclPtrHost, mh);
   };
   api->deregMr = [n](void* c, void* mh) { return n->deregMr(c, mh); };
+  api->iflush = [n](void* c, int count, void** d, int* sizes, void** mh, void** r) {
+    return n->iflush(c, count, d, sizes, mh, r);
+  };
+  api->regMrDmaBuf = [n](void* c, void* d, size_t size, void** mh) {
+    return n->regMrDmaBuf(c, d, size, kNcclPtrHost, 0, kNoDmaBufFd, mh);
+  };
   api->test = [n](void* r, int* done, int* sizes) { return n->test(r, done, sizes); };
   api->closeSend = [n](void* c) { return n->closeSend(c); };
   api->closeRecv = [n](void* c) { return n->closeRecv(c); };
@@ -113,7 +120,7 @@ template <typename SgeT>
 std::vector<SgeT> narrowParts(int nparts, const Sge* parts) {
   std::vector<SgeT> out(static_cast<size_t>(nparts));
   for (int i = 0; i < nparts; ++i) {
-    out[i].mhandle = nullptr;
+    out[i].mhandle = parts[i].mhandle;
     out[i].address = parts[i].address;
     out[i].size = static_cast<decltype(out[i].size)>(parts[i].size);
   }
@@ -128,6 +135,9 @@ void bindCollNet(Coll* c, CollNetApi* api) {
     api->init = [c, ctx] { return c->init(ctx.get(), kNcclCommHash, harnessLogger); };
     api->listen = [c, ctx](void* h, void** l) { return c->listen(*ctx, 0, h, l); };
     api->finalize = [c, ctx] { return c->finalize(*ctx); };
+    api->openContext = [c](uint64_t id, void** x) { return c->init(x, id, harnessLogger); };
+    api->listenIn = [c](void* x, void* h, void** l) { return c->listen(x, 0, h, l); };
+    api->finalizeContext = [c](void* x) { return c->finalize(x); };
   } else {
     api->init = [c] { return c->init(harnessLogger); };
     api->listen = [c](void* h, void** l) { return c->listen(0, h, l); };
@@ -140,16 +150,23 @@ void bindCollNet(Coll* c, CollNetApi* api) {
                          static_cast<ncclRedOp_t>(op), smh, rmh, req);
   };
   api->iallgather = [c](void* comm, void* s, int nparts, const Sge* parts, size_t bpr,
-                        size_t offset, size_t bytes, void** req) {
+                        size_t offset, size_t bytes, void* send_mh, void** req) {
     auto sges = narrowParts<SgeT>(nparts, parts);
-    return c->iallgather(comm, s, nparts, sges.data(), bpr, offset, bytes, nullptr, req);
+    return c->iallgather(comm, s, nparts, sges.data(), bpr, offset, bytes, send_mh, req);
   };
   api->ireducescatter = [c](void* comm, int nparts, const Sge* parts, void* r, size_t bpr,
-                            size_t offset, size_t bytes, int dtype, int op, void** req) {
+                            size_t offset, size_t bytes, int dtype, int op, void* recv_mh,
+                            void** req) {
     auto sges = narrowParts<SgeT>(nparts, parts);
     return c->ireducescatter(comm, nparts, sges.data(), r, bpr, offset, bytes,
                              static_cast<ncclDataType_t>(dtype), static_cast<ncclRedOp_t>(op),
-                             nullptr, req);
+                             recv_mh, req);
+  };
+  api->iflush = [c](void* comm, void* d, int size, void* mh, void** req) {
+    return c->iflush(comm, d, size, mh, req);
+  };
+  api->regMrDmaBuf = [c](void* comm, void* d, size_t size, void** mh) {
+    return c->regMrDmaBuf(comm, d, size, kNcclPtrHost, 0, kNoDmaBufFd, mh);
   };
   api->devices = [c](int* d) { return c->devices(d); };
   api->properties = [c](int dev, int* ptr) {

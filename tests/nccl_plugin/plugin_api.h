@@ -30,6 +30,10 @@ struct NetApi {
   std::function<ncclResult_t(void* comm, int n, void** data, size_t* sizes, int* tags, void** mh,
                              void** req)>
       irecv;
+  std::function<ncclResult_t(void* comm, int n, void** data, int* sizes, void** mh, void** req)>
+      iflush;
+  /** regMrDmaBuf with a dummy fd: the plugin offers no DMA-BUF and must refuse. */
+  std::function<ncclResult_t(void* comm, void* data, size_t size, void** mh)> regMrDmaBuf;
   std::function<ncclResult_t(void* req, int* done, int* sizes)> test;
   std::function<ncclResult_t(void*comm)> closeSend, closeRecv, closeListen;
   std::function<ncclResult_t()> finalize;  // v11+: ends the context init made; else nothing
@@ -38,6 +42,7 @@ struct NetApi {
 struct Sge {
   void* address;
   size_t size;
+  void* mhandle = nullptr;  // from the comm's regMr, as NCCL passes it
 };
 
 struct CollNetApi {
@@ -54,15 +59,26 @@ struct CollNetApi {
                              void* send_mh, void* recv_mh, void** req)>
       iallreduce;
   std::function<ncclResult_t(void* comm, void* send, int nparts, const Sge* parts,
-                             size_t bytes_per_rank, size_t offset, size_t bytes, void** req)>
+                             size_t bytes_per_rank, size_t offset, size_t bytes, void* send_mh,
+                             void** req)>
       iallgather;
   std::function<ncclResult_t(void* comm, int nparts, const Sge* parts, void* recv,
                              size_t bytes_per_rank, size_t offset, size_t bytes, int dtype, int op,
-                             void** req)>
+                             void* recv_mh, void** req)>
       ireducescatter;
+  std::function<ncclResult_t(void* comm, void* data, int size, void* mh, void** req)> iflush;
+  /** regMrDmaBuf with a dummy fd: the plugin offers no DMA-BUF and must refuse. */
+  std::function<ncclResult_t(void* comm, void* data, size_t size, void** mh)> regMrDmaBuf;
   std::function<ncclResult_t(void* req, int* done, int* size)> test;
   std::function<ncclResult_t(void*comm)> closeColl, closeListen;
   std::function<ncclResult_t()> finalize;
+  /**
+   * v11+ only (empty before): a context per NCCL communicator, as NCCL makes one in each
+   * communicator's init; listenIn listens in a given one; finalizeContext ends it.
+   */
+  std::function<ncclResult_t(uint64_t comm_id, void** ctx)> openContext;
+  std::function<ncclResult_t(void* ctx, void* handle, void** listen_comm)> listenIn;
+  std::function<ncclResult_t(void* ctx)> finalizeContext;
 };
 
 struct LoadedPlugin {
