@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import re
+import secrets
 import shlex
 import shutil
 import signal
@@ -213,10 +214,25 @@ def base_env() -> dict:
             if k not in _IDENTITY_VARS and not k.startswith(_IDENTITY_PREFIXES)}
 
 
+def secret_file(ctx: RunContext) -> Path:
+    """The run's job secret, readable by its owner only (made by run_system)."""
+    return ctx.work_dir / "job.secret"
+
+
+def write_secret(ctx: RunContext) -> None:
+    path = secret_file(ctx)
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+
+
 def libreduce_env(ctx: RunContext, rank: int | None, host: netns.Host) -> dict:
     """Environment of a libreduce process (worker when rank is given, else a reducer)."""
     env = base_env()
-    env.update({"UCX_TLS": ctx.ucx_tls, "UCX_NET_DEVICES": "eth0"})
+    # Reducers listen on the namespaces' addresses, which reduce-server refuses without a secret.
+    env.update({"UCX_TLS": ctx.ucx_tls, "UCX_NET_DEVICES": "eth0",
+                "LIBREDUCE_SECRET_FILE": str(secret_file(ctx))})
     if rank is not None:
         env.update({"RANK": str(rank), "WORLD_SIZE": str(len(ctx.topo.workers)),
                     "MASTER_ADDR": ctx.topo.workers[0].addr, "MASTER_PORT": str(ctx.master_port),
@@ -230,6 +246,7 @@ def run_system(ctx: RunContext) -> Outcome:
     """Runs ctx.system once; never raises for a failing benchmark, always cleans up."""
     ctx.log_dir.mkdir(parents=True, exist_ok=True)
     ctx.work_dir.mkdir(parents=True, exist_ok=True)
+    write_secret(ctx)
     ctx.json_path.unlink(missing_ok=True)
     procs = ProcessSet(ctx.log_dir)
     started = time.monotonic()

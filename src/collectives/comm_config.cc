@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Communicator settings from the LIBREDUCE_* table.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 
 #include <sstream>
 
@@ -53,13 +51,7 @@ bool allOnLoopback(const std::vector<std::string>& reducers) {
     std::string host;
     uint16_t port = 0;
     if (transport::splitAddress(address, &host, &port) != rdSuccess) return false;
-    in_addr v4{};
-    in6_addr v6{};
-    const bool loopback =
-        host == "localhost" ||
-        (inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127) ||
-        (inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6));
-    if (!loopback) return false;
+    if (!transport::isLoopbackHost(host)) return false;
   }
   return true;
 }

@@ -168,13 +168,21 @@ SlurmJobSpec readSlurmJob(const Field& field) {
       if (name.rfind("--", 0) != 0 || name.size() < 3) {
         item.fail("'" + option + "' is not a long sbatch option (--constraint=ib, --exclusive)");
       }
+      // sbatch reads options with getopt_long, which takes any unambiguous prefix of a long
+      // option's name: --out=x is --output=x. So a prefix of one of reducectl's own is refused.
       for (const char* own : kOwnSbatchOptions) {
-        if (name == own) {
-          item.fail(name + " is set by reducectl from the spec (pools' slurm fields, the job's " +
-                    "slurm fields, displayName)");
+        if (std::string(own).rfind(name, 0) == 0) {
+          item.fail(name + (name == own ? "" : " (sbatch reads it as " + std::string(own) + ")") +
+                    " is set by reducectl from the spec (pools' slurm fields, the job's slurm " +
+                    "fields, displayName)");
         }
       }
-      if (option.find_first_of("\n\r") != std::string::npos) item.fail("an option is one line");
+      // One option per item: a space would make sbatch read a second option from the same line.
+      if (option.find_first_of(" \t\n\r\v\f") != std::string::npos) {
+        item.fail("'" + option +
+                  "' is more than one word: give each sbatch option as its own "
+                  "list item, with its value after '=' (--constraint=ib)");
+      }
       s.sbatch_options.push_back(option);
     }
   }

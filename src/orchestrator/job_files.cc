@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "orchestrator/job_files.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -106,13 +107,24 @@ std::string newSecret() {
 }
 
 bool writeSecretFile(const std::string& path, std::string* error) {
-  std::string secret = newSecret();
-  mode_t old = umask(077);
-  std::ofstream(path) << secret << "\n";
-  umask(old);
+  std::string line = newSecret() + "\n";
+  // A fresh file of our own, never one that someone else put there: a stale file of an earlier
+  // run is removed (unlink removes a symbolic link itself, not what it points to), and the file
+  // is created exclusively, refusing a link or a file that appeared in between.
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+    *error = "cannot replace the job secret " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *error = "cannot create the job secret " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  bool written =
+      line.size() > 1 && write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
   struct stat st {};
-  if (secret.empty() || stat(path.c_str(), &st) != 0 || st.st_size == 0 ||
-      (st.st_mode & 077) != 0) {
+  written = fstat(fd, &st) == 0 && written && (st.st_mode & 077) == 0;
+  if (close(fd) != 0 || !written) {
     *error = "cannot write the job secret to " + path + " (readable by its owner only)";
     return false;
   }

@@ -34,6 +34,19 @@ std::vector<std::string> jobLevelOptions(const JobSpec& spec, PoolKind kind) {
   return out;
 }
 
+// A directive is one line that sbatch reads as options: a newline or another control character
+// in a value would end it and smuggle in a line of the spec's choosing.
+bool directiveSafe(const std::string& what, const std::string& value, std::string* error) {
+  for (unsigned char c : value) {
+    if (c < 0x20 || c == 0x7f) {
+      *error = what + " cannot go into the sbatch script: it holds a control character (" +
+               (c == '\n' ? std::string("a newline") : "code " + std::to_string(c)) + ")";
+      return false;
+    }
+  }
+  return true;
+}
+
 // The rank-0 pool's step decides the attempt: the primary, or the workers without one.
 const char* decidingPool(const JobSpec& spec) {
   return poolName(rankZeroPool(spec));
@@ -155,6 +168,11 @@ bool slurmPoolResources(const JobSpec& spec, PoolKind kind, std::vector<std::str
 bool renderSbatchScript(const JobSpec& spec, const SlurmAttempt& attempt, std::string* script,
                         std::string* error) {
   std::vector<PoolKind> components = slurmComponents(spec);
+  if (!directiveSafe("the job name", spec.name, error) ||
+      !directiveSafe("the output directory (baseOutputDirectory)", attempt.job_dir, error) ||
+      !directiveSafe("the working directory (workingDir)", attempt.working_dir, error)) {
+    return false;
+  }
   std::string out = "#!/bin/bash\n";
   out += "# reducectl: job " + spec.name + ", attempt " + std::to_string(attempt.attempt + 1) +
          "; one component per pool, one task per replica.\n";
@@ -169,7 +187,13 @@ bool renderSbatchScript(const JobSpec& spec, const SlurmAttempt& attempt, std::s
     std::vector<std::string> options;
     if (!slurmPoolResources(spec, components[k], &options, &notes, error)) return false;
     for (const auto& option : jobLevelOptions(spec, components[k])) options.push_back(option);
-    for (const auto& option : options) out += "#SBATCH " + option + "\n";
+    for (const auto& option : options) {
+      if (!directiveSafe("the sbatch option '" + option.substr(0, option.find('=')) + "'", option,
+                         error)) {
+        return false;
+      }
+      out += "#SBATCH " + option + "\n";
+    }
   }
   for (const auto& note : notes) out += "# note: " + note + "\n";
   out += "\n" + scriptBody(spec, attempt);

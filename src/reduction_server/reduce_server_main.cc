@@ -3,12 +3,14 @@
 // ready line, wait for SIGTERM / SIGINT, stop.
 //
 //   reduce-server --listen HOST:PORT [--threads N] [--lanes N] [--memory-limit SIZE]
-//                 [--secret-file PATH] [--log-level LEVEL] [--ready-file PATH] [--bind-nic]
+//                 [--secret-file PATH] [--insecure] [--log-level LEVEL] [--ready-file PATH]
+//                 [--bind-nic]
 //
 // Ready line on stdout (one line, then the daemon stays quiet there), one address per lane:
 //   LIBREDUCE_REDUCER_READY address=HOST:PORT[,HOST:PORT...] pid=PID
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,6 +42,7 @@ struct Flags {
   std::string log_level;
   std::string ready_file;
   bool bind_nic = false;
+  bool insecure = false;
 };
 
 void usage(FILE* out) {
@@ -53,14 +56,17 @@ void usage(FILE* out) {
       "                         PORT..PORT+N-1\n"
       "  --memory-limit SIZE    bytes of chunk buffers, e.g. 64M, 2G (default 1G)\n"
       "  --secret-file PATH     job secret workers must prove (default: $LIBREDUCE_SECRET_FILE,\n"
-      "                         as reducectl gives every replica; else none)\n"
+      "                         as reducectl gives every replica; else none); it must be\n"
+      "                         readable by its owner only\n"
+      "  --insecure             run without a secret on an address other hosts can reach\n"
       "  --log-level LEVEL      none|error|warn|info|debug|trace\n"
       "  --ready-file PATH      also write the ready line to PATH (default: "
       "$LIBREDUCE_READY_FILE,\n"
       "                         where reducectl asks a custom reducer, or a container, for it)\n"
       "  --bind-nic             bind threads and memory near the listening NIC (hwloc)\n"
       "  --version              print the version and exit\n"
-      "Without a secret any process that reaches the address can join (docs/reduce-server.md).\n");
+      "Without a secret any process that reaches the address can join, so a reducer listening\n"
+      "beyond loopback refuses to start without one unless --insecure (docs/security.md).\n");
 }
 
 int fail(const char* fmt, const char* arg) {
@@ -95,6 +101,8 @@ int parse(int argc, char** argv, Flags* f) {
       ok = value(&f->ready_file);
     else if (a == "--bind-nic")
       f->bind_nic = true;
+    else if (a == "--insecure")
+      f->insecure = true;
     else if (a == "--help" || a == "-h") {
       usage(stdout);
       return 1;
@@ -108,6 +116,46 @@ int parse(int argc, char** argv, Flags* f) {
     if (!ok) return fail("option %s needs a value", a.c_str());
   }
   return 0;
+}
+
+// A secret file others can read is a secret others may hold: refused, as ssh refuses such keys.
+bool privateFile(const std::string& path, std::string* error) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return true;  // reading it reports what is wrong
+  if ((st.st_mode & 077) == 0) return true;
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  *error = "the secret file " + path + " is accessible by group or others (mode " + mode +
+           "): make it readable by its owner only (chmod 600 " + path + ")";
+  return false;
+}
+
+// Without a secret anyone who reaches the address joins, reads and changes what is reduced:
+// fine on loopback (a warning), refused beyond it unless the operator says --insecure, and then
+// said first on stderr.
+bool secretPolicy(const Flags& f, const std::string& host, const std::string& secret) {
+  if (!secret.empty()) return true;
+  if (f.insecure) {
+    std::fprintf(stderr,
+                 "reduce-server: INSECURE: no job secret (--insecure): any process that reaches "
+                 "%s can join, read and change what is reduced\n",
+                 f.listen.c_str());
+    return true;
+  }
+  if (!rd::transport::isLoopbackHost(host)) {
+    std::fprintf(stderr,
+                 "reduce-server: refusing to listen on %s without a job secret: any host that "
+                 "reaches it could join, read and change what is reduced; give --secret-file "
+                 "(or LIBREDUCE_SECRET_FILE), or --insecure to run without one\n",
+                 f.listen.c_str());
+    return false;
+  }
+  std::fprintf(stderr,
+               "reduce-server: warning: no job secret (--secret-file or LIBREDUCE_SECRET_FILE): "
+               "any process that reaches %s can join and read what is reduced; give one "
+               "wherever the network is shared\n",
+               f.listen.c_str());
+  return true;
 }
 
 // A long-running service takes every fd it is allowed: the default soft limit (often 1024)
@@ -156,17 +204,14 @@ int main(int argc, char** argv) {
       options.memory_limit < (1u << 20)) {
     return fail("bad --memory-limit '%s' (at least 1M)", f.memory_limit.c_str());
   }
-  if (!f.secret_file.empty() &&
-      rd::auth::readSecretFile(f.secret_file, &options.secret) != rdSuccess) {
-    return fail("%s", rd::lastError().c_str());
+  if (!f.secret_file.empty()) {
+    std::string error;
+    if (!privateFile(f.secret_file, &error)) return fail("%s", error.c_str());
+    if (rd::auth::readSecretFile(f.secret_file, &options.secret) != rdSuccess) {
+      return fail("%s", rd::lastError().c_str());
+    }
   }
-  if (options.secret.empty()) {
-    std::fprintf(stderr,
-                 "reduce-server: warning: no job secret (--secret-file or LIBREDUCE_SECRET_FILE): "
-                 "any process that reaches %s can join and read what is reduced; give one "
-                 "wherever the network is shared\n",
-                 f.listen.c_str());
-  }
+  if (!secretPolicy(f, options.host, options.secret)) return 2;
   if (f.bind_nic) {
     std::string report;
     rd::server::bindNearInterface(options.host, &report);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "transport/transport.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
 
 #include <cstdlib>
@@ -64,6 +65,14 @@ rdResult_t splitAddress(const std::string& address, std::string* host, uint16_t*
   }
   *port = static_cast<uint16_t>(value);
   return rdSuccess;
+}
+
+bool isLoopbackHost(const std::string& host) {
+  in_addr v4{};
+  in6_addr v6{};
+  return host == "localhost" ||
+         (inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127) ||
+         (inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6));
 }
 
 rdResult_t resolveIpv4(const std::string& host, uint16_t port, sockaddr_in* out) {

@@ -180,6 +180,12 @@ rdResult_t createTransport(const std::string& name, std::shared_ptr<ProgressEngi
 /** Splits "host:port"; rdInvalidArgument when malformed. */
 rdResult_t splitAddress(const std::string& address, std::string* host, uint16_t* port);
 
+/**
+ * Whether @p host names a loopback address as written (127.0.0.0/8, ::1, localhost); a name is
+ * never resolved, so "" (any address) and host names are not loopback.
+ */
+bool isLoopbackHost(const std::string& host);
+
 /** Resolves @p host ("" = any) to an IPv4 address with @p port; rdInvalidArgument if it cannot. */
 rdResult_t resolveIpv4(const std::string& host, uint16_t port, sockaddr_in* out);
 

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
@@ -217,6 +218,7 @@ TEST(Auth, WrongOrMissingSecretIsRefusedOnBothSides) {
   Cluster cluster;
   std::string secret_file = cluster.dir() + "/secret";
   std::ofstream(secret_file) << "job-secret-1234\n";
+  chmod(secret_file.c_str(), 0600);  // reduce-server refuses a secret file others can read
   auto r = cluster.startReducers(1, {"--secret-file", secret_file});
   std::string reducers = Cluster::addresses(r);
   // Right secret: works.

@@ -252,6 +252,7 @@ TEST(Faults, WrongSecretIsRefused) {
   Cluster cluster;
   std::string secret_file = cluster.dir() + "/secret";
   std::ofstream(secret_file) << "plugin-job-secret\n";
+  chmod(secret_file.c_str(), 0600);  // reduce-server refuses a secret file others can read
   auto reducers = cluster.startReducers(1, {"--secret-file", secret_file});
   std::string addresses = Cluster::addresses(reducers);
 

@@ -349,6 +349,12 @@ const BadSpec kBadSpecs[] = {
     {"slurm_own_sbatch_option",
      kHead + kPools + "slurm: {sbatchOptions: [--nodes=3]}\n",
      {"job.yaml:5:25: slurm.sbatchOptions[0]: --nodes is set by reducectl"}},
+    {"slurm_abbreviated_own_sbatch_option",  // getopt_long reads --out= as --output=
+     kHead + kPools + "slurm: {sbatchOptions: [--out=/tmp/x]}\n",
+     {"slurm.sbatchOptions[0]: --out (sbatch reads it as --output) is set by reducectl"}},
+    {"slurm_two_sbatch_options_in_one",
+     kHead + kPools + "slurm: {sbatchOptions: ['--exclusive --output=/tmp/x']}\n",
+     {"slurm.sbatchOptions[0]: '--exclusive --output=/tmp/x' is more than one word"}},
     {"slurm_short_sbatch_option",
      kHead + kPools + "slurm: {sbatchOptions: [-N3]}\n",
      {"slurm.sbatchOptions[0]: '-N3' is not a long sbatch option"}},

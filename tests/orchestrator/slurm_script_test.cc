@@ -167,6 +167,24 @@ TEST(SlurmScript, PathsAreQuotedForTheShell) {
   EXPECT_NE(script.find("job_dir='/jobs/it'\\''s here'\n"), std::string::npos);
 }
 
+// A newline in a directive's value would end the #SBATCH line and add one of the spec's choosing.
+TEST(SlurmScript, NoLineCanBeInjectedIntoTheDirectives) {
+  JobSpec spec =
+      parseOk("displayName: q\nworkerPoolSpecs:\n  - replicaCount: 1\n    command: [a]\n");
+  std::string script, error;
+  SlurmAttempt a{
+      "/jobs/x\n#SBATCH --uid=0", 0, "/bin/reducectl", "/bin/reduce-server", "/", 30, 10};
+  EXPECT_FALSE(renderSbatchScript(spec, a, &script, &error));
+  EXPECT_NE(error.find("the output directory (baseOutputDirectory) cannot go into the sbatch "
+                       "script: it holds a control character (a newline)"),
+            std::string::npos)
+      << error;
+  a.job_dir = "/jobs/x";
+  a.working_dir = "/w\rork";
+  EXPECT_FALSE(renderSbatchScript(spec, a, &script, &error));
+  EXPECT_NE(error.find("the working directory (workingDir)"), std::string::npos) << error;
+}
+
 TEST(SlurmScript, UnmappableMachinesAreRefusedClearly) {
   std::string error;
   render(parseOk("displayName: m\nworkerPoolSpecs:\n  - replicaCount: 1\n    command: [a]\n"
