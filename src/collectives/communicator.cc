@@ -58,6 +58,7 @@ rdResult_t Communicator::start() {
   transport::Options topts;
   topts.name = "libreduce-rank" + std::to_string(config_.rank);
   topts.secret = config_.secret;
+  topts.scope = config_.comm_id;  // on a shared pool the reducer keys the connection by it
   topts.local_host = config_.listen_host;
   RD_CHECK(transport::createTransport(config_.transport, config_.engine, topts, std::move(h),
                                       &transport_));

@@ -64,15 +64,6 @@ rdResult_t overrideSetting(settings::Id id, int64_t value, T* out) {
 
 }  // namespace
 
-uint64_t hashText(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h == 0 ? 1 : h;
-}
-
 rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret,
                         const RendezvousStarter& rendezvous, rdUniqueId* id,
                         const std::string& reached_from) {
@@ -203,7 +194,7 @@ rdResult_t configFromLauncherEnv(const RendezvousStarter& start_rendezvous, Comm
     return setError(rdInvalidArgument,
                     "no communicator id: set LIBREDUCE_COMM_ID (or MASTER_ADDR)");
   }
-  config->comm_id = hashText(comm_text);
+  config->comm_id = auth::commIdOfText(comm_text);
   if (config->reducers.empty()) {
     // Ring only: rank 0 serves the rendezvous one port above MASTER_PORT (torch's store owns
     // MASTER_PORT itself).

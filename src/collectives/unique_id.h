@@ -20,10 +20,6 @@ rdResult_t makeUniqueId(const std::string& reducers, const std::string& secret,
                         const RendezvousStarter& rendezvous, rdUniqueId* id,
                         const std::string& reached_from = "");
 
-/** A stable, never-zero 64-bit digest of @p text (FNV-1a): a communicator id from a job's text id.
- */
-uint64_t hashText(const std::string& text);
-
 /**
  * makeUniqueId with a comm id the caller chose: ranks that agree on @p comm_id, the reducers and
  * the secret build equal ids on their own (the NCCL plugin derives the comm id from the handle

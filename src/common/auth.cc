@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "common/auth.h"
 
+#include <sys/stat.h>
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -59,8 +61,40 @@ Mac hmac(const std::string& secret, const std::string& message) {
   return mac;
 }
 
+uint64_t commIdOfText(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h == 0 ? 1 : h;
+}
+
+std::string jobKey(const std::string& pool_secret, uint64_t comm_id) {
+  std::string message = "libreduce-job-key-v1";
+  for (int i = 0; i < 8; ++i) message += static_cast<char>((comm_id >> (8 * i)) & 0xff);
+  Mac mac = hmac(pool_secret, message);
+  static const char kHex[] = "0123456789abcdef";
+  std::string key;
+  for (uint8_t b : mac) {
+    key += kHex[b >> 4];
+    key += kHex[b & 0xf];
+  }
+  return key;
+}
+
 bool equal(const Mac& a, const Mac& b) {
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+bool privateFile(const std::string& path, std::string* error) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 || (st.st_mode & 077) == 0) return true;
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  *error = "the secret file " + path + " is accessible by group or others (mode " + mode +
+           "): make it readable by its owner only (chmod 600 " + path + ")";
+  return false;
 }
 
 rdResult_t readSecretFile(const std::string& path, std::string* out) {

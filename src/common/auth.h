@@ -37,6 +37,21 @@ Mac prove(Role role, const std::string& secret, uint64_t comm_id, uint32_t rank,
 /** HMAC-SHA256 of @p message keyed with @p secret (an empty secret is a valid key). */
 Mac hmac(const std::string& secret, const std::string& message);
 
+/**
+ * The communicator id a job's text id names (LIBREDUCE_COMM_ID, else MASTER_ADDR:MASTER_PORT):
+ * its FNV-1a digest, never 0. Also a stable digest of any text.
+ */
+uint64_t commIdOfText(const std::string& text);
+
+/**
+ * The key of one communicator under a shared reducer pool's secret: lower-case hex of
+ * HMAC-SHA256(@p pool_secret, "libreduce-job-key-v1" | @p comm_id as 8 little-endian bytes).
+ * A job's workers hold only this key (as their job secret); a reducer that holds the pool secret
+ * derives it from the communicator a connection names, so one job's key admits that
+ * communicator only, and the pool secret never leaves the reducers.
+ */
+std::string jobKey(const std::string& pool_secret, uint64_t comm_id);
+
 /** Constant-time comparison of two proofs. */
 bool equal(const Mac& a, const Mac& b);
 
@@ -45,6 +60,13 @@ bool equal(const Mac& a, const Mac& b);
  * An unreadable secret file is an error.
  */
 rdResult_t secretFromSettings(std::string* out);
+
+/**
+ * False, with why and the chmod that fixes it, when group or others can access the secret file
+ * @p path (as ssh refuses such a key); true otherwise, also when it cannot be read (reading it
+ * then says why).
+ */
+bool privateFile(const std::string& path, std::string* error);
 
 /** First line of @p path (without the newline); rdInvalidArgument naming the file if unreadable. */
 rdResult_t readSecretFile(const std::string& path, std::string* out);

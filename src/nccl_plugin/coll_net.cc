@@ -244,7 +244,7 @@ ncclResult_t listen(void* ctx, int dev, void* handle, void** listen_comm) {
   h.magic = kCollHandleMagic;
   h.has_reducers = reducers.empty() ? 0 : 1;
   h.nonce = lc->nonce;
-  h.reducers_digest = reducers.empty() ? 0 : coll::hashText(reducers);
+  h.reducers_digest = reducers.empty() ? 0 : auth::commIdOfText(reducers);  // a digest
   if (gethostname(h.host, sizeof h.host - 1) != 0) std::strcpy(h.host, "?");
   std::memset(handle, 0, kNcclNetHandleMaxSize);
   std::memcpy(handle, &h, sizeof h);

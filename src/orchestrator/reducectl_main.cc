@@ -33,6 +33,7 @@
 #include "orchestrator/kube_backend.h"
 #include "orchestrator/local_backend.h"
 #include "orchestrator/plan_model.h"
+#include "orchestrator/pool_key.h"
 #include "orchestrator/slurm_backend.h"
 #include "orchestrator/slurm_replica.h"
 #include "orchestrator/tuning/tuning_job.h"
@@ -63,6 +64,8 @@ void usage(FILE* out) {
       "       reducectl plan SPEC | --workers N --worker-gbps G [--reducer-gbps R] "
       "[--reducers K]\n"
       "                                        how many reducers, and the predicted speed-up\n"
+      "       reducectl pool key COMM_ID --secret-file POOL_SECRET [--out FILE]\n"
+      "                                        the key of one job on a shared reducer pool\n"
       "run options:\n"
       "  --backend NAME        local (default: processes on this machine), slurm (a\n"
       "                        heterogeneous Slurm job; the job directory must be shared) or\n"
@@ -614,6 +617,7 @@ int main(int argc, char** argv) {
     return cmdStatusOrCancel(argc, argv, command == "cancel");
   }
   if (command == "slurm-replica") return cmdSlurmReplica(argc, argv);
+  if (command == "pool") return rd::orch::runPoolCommand(argc, argv);
   std::fprintf(stderr,
                "reducectl: unknown command '%s' (run, launch, tune, validate, plan, render, "
                "status, cancel)\n",

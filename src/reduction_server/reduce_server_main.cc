@@ -3,14 +3,13 @@
 // ready line, wait for SIGTERM / SIGINT, stop.
 //
 //   reduce-server --listen HOST:PORT [--threads N] [--lanes N] [--memory-limit SIZE]
-//                 [--secret-file PATH] [--insecure] [--log-level LEVEL] [--ready-file PATH]
-//                 [--bind-nic]
+//                 [--secret-file PATH | --pool-secret-file PATH] [--insecure]
+//                 [--log-level LEVEL] [--ready-file PATH] [--bind-nic]
 //
 // Ready line on stdout (one line, then the daemon stays quiet there), one address per lane:
 //   LIBREDUCE_REDUCER_READY address=HOST:PORT[,HOST:PORT...] pid=PID
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +38,7 @@ struct Flags {
   std::string lanes;
   std::string memory_limit = "1G";
   std::string secret_file;
+  std::string pool_secret_file;
   std::string log_level;
   std::string ready_file;
   bool bind_nic = false;
@@ -58,6 +58,9 @@ void usage(FILE* out) {
       "  --secret-file PATH     job secret workers must prove (default: $LIBREDUCE_SECRET_FILE,\n"
       "                         as reducectl gives every replica; else none); it must be\n"
       "                         readable by its owner only\n"
+      "  --pool-secret-file PATH  serve a pool shared by jobs: each communicator is admitted\n"
+      "                         with its own key, derived from this secret and its id\n"
+      "                         (reducectl pool key); instead of --secret-file\n"
       "  --insecure             run without a secret on an address other hosts can reach\n"
       "  --log-level LEVEL      none|error|warn|info|debug|trace\n"
       "  --ready-file PATH      also write the ready line to PATH (default: "
@@ -95,6 +98,8 @@ int parse(int argc, char** argv, Flags* f) {
       ok = value(&f->memory_limit);
     else if (a == "--secret-file")
       ok = value(&f->secret_file);
+    else if (a == "--pool-secret-file")
+      ok = value(&f->pool_secret_file);
     else if (a == "--log-level")
       ok = value(&f->log_level);
     else if (a == "--ready-file")
@@ -116,18 +121,6 @@ int parse(int argc, char** argv, Flags* f) {
     if (!ok) return fail("option %s needs a value", a.c_str());
   }
   return 0;
-}
-
-// A secret file others can read is a secret others may hold: refused, as ssh refuses such keys.
-bool privateFile(const std::string& path, std::string* error) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return true;  // reading it reports what is wrong
-  if ((st.st_mode & 077) == 0) return true;
-  char mode[8];
-  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-  *error = "the secret file " + path + " is accessible by group or others (mode " + mode +
-           "): make it readable by its owner only (chmod 600 " + path + ")";
-  return false;
 }
 
 // Without a secret anyone who reaches the address joins, reads and changes what is reduced:
@@ -158,6 +151,30 @@ bool secretPolicy(const Flags& f, const std::string& host, const std::string& se
   return true;
 }
 
+// The job secret or the pool secret, from files readable by their owner only; then the policy
+// for running without either. 0, or the exit status.
+int loadSecrets(const Flags& f, rd::server::ServerOptions* options) {
+  if (!f.pool_secret_file.empty() && !f.secret_file.empty()) {
+    return fail("%s",
+                "--pool-secret-file and a job secret (--secret-file or "
+                "LIBREDUCE_SECRET_FILE) exclude each other: a pool admits each job with "
+                "its own key");
+  }
+  for (auto [path, secret] : {std::pair{&f.secret_file, &options->secret},
+                              std::pair{&f.pool_secret_file, &options->pool_secret}}) {
+    if (path->empty()) continue;
+    std::string error;
+    if (!rd::auth::privateFile(*path, &error)) return fail("%s", error.c_str());
+    if (rd::auth::readSecretFile(*path, secret) != rdSuccess) {
+      return fail("%s", rd::lastError().c_str());
+    }
+  }
+  if (!f.pool_secret_file.empty() && options->pool_secret.empty()) {
+    return fail("the pool secret file %s is empty", f.pool_secret_file.c_str());
+  }
+  return secretPolicy(f, options->host, options->secret + options->pool_secret) ? 0 : 2;
+}
+
 // A long-running service takes every fd it is allowed: the default soft limit (often 1024)
 // is what a flood of held-open connections to UCX's own listening port would exhaust first.
 void raiseFdLimit() {
@@ -178,7 +195,9 @@ int main(int argc, char** argv) {
   const char* ready_env = std::getenv("LIBREDUCE_READY_FILE");
   if (f.ready_file.empty() && ready_env != nullptr) f.ready_file = ready_env;
   const char* secret_env = std::getenv("LIBREDUCE_SECRET_FILE");
-  if (f.secret_file.empty() && secret_env != nullptr) f.secret_file = secret_env;
+  if (f.secret_file.empty() && f.pool_secret_file.empty() && secret_env != nullptr) {
+    f.secret_file = secret_env;
+  }
   if (!f.log_level.empty()) {
     rd::log::Level level = rd::log::Level::kWarn;
     if (!rd::log::parseLevel(f.log_level.c_str(), &level)) {
@@ -204,14 +223,7 @@ int main(int argc, char** argv) {
       options.memory_limit < (1u << 20)) {
     return fail("bad --memory-limit '%s' (at least 1M)", f.memory_limit.c_str());
   }
-  if (!f.secret_file.empty()) {
-    std::string error;
-    if (!privateFile(f.secret_file, &error)) return fail("%s", error.c_str());
-    if (rd::auth::readSecretFile(f.secret_file, &options.secret) != rdSuccess) {
-      return fail("%s", rd::lastError().c_str());
-    }
-  }
-  if (!secretPolicy(f, options.host, options.secret)) return 2;
+  if (int rc = loadSecrets(f, &options); rc != 0) return rc;
   if (f.bind_nic) {
     std::string report;
     rd::server::bindNearInterface(options.host, &report);

@@ -48,6 +48,7 @@ rdResult_t ReductionServer::start(const ServerOptions& options,
   transport::Options topts;
   topts.name = "reduce-server";
   topts.secret = options.secret;
+  topts.pool_secret = options.pool_secret;
   topts.local_host = options.host;
   RD_CHECK(transport::createTransport(options.transport, options.engine, topts, std::move(h),
                                       &s->transport_));
@@ -216,17 +217,24 @@ void ReductionServer::onAuth(transport::ConnId conn, Peer& peer, transport::Payl
   auth::Nonce worker_nonce{};
   std::memcpy(worker_nonce.data(), peer.body.nonce, worker_nonce.size());
   const wire::Header& h = peer.hello;
-  auth::Mac want = auth::prove(auth::Role::kWorker, options_.secret, h.comm_id, h.rank, h.nranks,
-                               worker_nonce, peer.reducer_nonce);
+  // On a shared pool each communicator has its own key: a connection admitted for one job
+  // cannot join another, whatever communicator its hello names.
+  const std::string key = options_.pool_secret.empty()
+                              ? options_.secret
+                              : auth::jobKey(options_.pool_secret, h.comm_id);
+  auth::Mac want = auth::prove(auth::Role::kWorker, key, h.comm_id, h.rank, h.nranks, worker_nonce,
+                               peer.reducer_nonce);
   if (!auth::equal(got, want)) {
     reject(conn, h, rdAuthFailed,
-           "authentication failed: the worker's job secret does not match this reducer's "
-           "(wrong or missing secret)");
+           options_.pool_secret.empty()
+               ? "authentication failed: the worker's job secret does not match this reducer's "
+                 "(wrong or missing secret)"
+               : "authentication failed: the worker's key is not the job key of the "
+                 "communicator its hello names under this reducer pool's secret");
     return;
   }
-  auto proof =
-      std::make_shared<auth::Mac>(auth::prove(auth::Role::kReducer, options_.secret, h.comm_id,
-                                              h.rank, h.nranks, worker_nonce, peer.reducer_nonce));
+  auto proof = std::make_shared<auth::Mac>(auth::prove(auth::Role::kReducer, key, h.comm_id, h.rank,
+                                                       h.nranks, worker_nonce, peer.reducer_nonce));
   wire::Header w = wire::makeHeader(wire::MsgType::kWelcome, h.comm_id, 0, h.rank, h.nranks);
   w.payload_bytes = proof->size();
   transport_->send(conn, &w, sizeof w, proof->data(), proof->size(), [proof](rdResult_t) {});

@@ -24,7 +24,10 @@ struct ServerOptions {
   uint16_t port = 0;                   // 0 = any free port
   uint64_t memory_limit = 1ull << 30;  // bytes of chunk buffers
   std::string secret;                  // job secret; "" = workers must not present one either
-  std::string transport = "ucx";       // createTransport's name
+  // A shared pool's secret instead of one job's: every communicator is admitted with its own
+  // job key, auth::jobKey(pool_secret, comm id), which its workers hold (docs/security.md).
+  std::string pool_secret;
+  std::string transport = "ucx";                      // createTransport's name
   std::shared_ptr<transport::ProgressEngine> engine;  // null = the process's shared one
   // Runs the large reductions; null: the server makes its own with reduce_threads threads.
   std::shared_ptr<Executor> executor;

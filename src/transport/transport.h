@@ -159,6 +159,13 @@ struct Options {
   /** What both ends of every connection prove they know before anything else (may be ""). */
   std::string secret;
   /**
+   * A shared reducer pool's secret (listeners only): each connection is then keyed with the
+   * job key of the communicator it names (auth::jobKey), and one naming none is refused.
+   */
+  std::string pool_secret;
+  /** The communicator this transport's connections name in their handshakes (0: none). */
+  uint64_t scope = 0;
+  /**
    * The local address this transport listens and talks on: UCX is limited to its interface
    * (unless UCX_NET_DEVICES is set). "" or a wildcard: every interface.
    */

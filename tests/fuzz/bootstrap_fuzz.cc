@@ -4,9 +4,10 @@
 // size of the pieces the rest arrives in (TCP splits bytes anywhere):
 //   0  the listener, every byte from the fuzzer;
 //   1  the connector, every byte (after its hello) from the fuzzer;
-//   2  the listener, after a correct hello and a correct proof made here: the fuzzer supplies
-//      the rest of the auth frame (tag, worker address) and whatever follows;
-//   3  the connector, after a correct challenge made here: the fuzzer plays the welcome.
+//   2  the listener, after a correct hello: the fuzzer supplies the tag and worker address of
+//      the auth frame, whose proof over them is made here, and whatever follows;
+//   3  the connector, after a correct challenge made here: the fuzzer supplies the tag and
+//      worker address of the welcome, whose MAC over them is made here, and whatever follows.
 // Besides "no crash, no sanitizer report" it checks what the handshake promises: without the
 // secret no input completes it; a side holds at most one frame; a failure says why; a completed
 // one reports exactly the worker address that was sent.
@@ -54,49 +55,76 @@ std::string bytesOf(const void* p, size_t n) {
   return std::string(static_cast<const char*>(p), n);
 }
 
-// Mode 2: a correct connector up to the proof; the fuzzer's bytes finish the auth frame.
+// The fuzzer's bytes as a tag and a worker address (up to the cap), and what trails them.
+struct Claimed {
+  Endpoint endpoint;
+  size_t used = 0;  // bytes of data the endpoint took
+};
+Claimed claimedFrom(const uint8_t* data, size_t len) {
+  Claimed c;
+  c.used = std::min(len, 8 + kMaxWorkerAddress);
+  if (c.used >= 8) {
+    std::memcpy(&c.endpoint.tag, data, 8);
+    c.endpoint.worker_address = bytesOf(data + 8, c.used - 8);
+  }
+  return c;
+}
+
+// {MAC, fuzzer's bytes} as a frame of @p type, then the bytes past the cap.
+std::string signedFrame(FrameType type, const rd::auth::Mac& mac, const uint8_t* data, size_t len,
+                        size_t used) {
+  std::string frame = encodeFrame(type, bytesOf(mac.data(), mac.size()) + bytesOf(data, used));
+  return frame + bytesOf(data + used, len - used);
+}
+
+// Mode 2: a correct connector up to the proof; the fuzzer's bytes are what it claims.
 void listenerPastProof(const uint8_t* data, size_t len, size_t piece) {
   Handshake listener(Handshake::Side::kListener, kSecret, Endpoint{7, "listener-address"});
   rd::auth::Nonce cn{};
   cn.fill(0x42);
-  std::string hello = encodeFrame(FrameType::kHello, bytesOf(cn.data(), cn.size()));
+  std::string hello = encodeFrame(FrameType::kHello,
+                                  bytesOf(cn.data(), cn.size()) + bytesOf("\5\0\0\0\0\0\0\0", 8));
   require(listener.consume(hello.data(), hello.size()) == Handshake::Status::kRunning,
           "a correct hello refused");
   std::string challenge = listener.takeOutput();
   require(challenge.size() == kHeaderBytes + 64, "no challenge after a hello");
   rd::auth::Nonce ln = nonceFrom(challenge, kHeaderBytes);
-  rd::auth::Mac proof = bootstrapProof(false, kSecret, cn, ln);
-  // The frame's length covers the fuzzer's bytes, up to the address cap; the rest trails it.
-  size_t rest = std::min(len, 8 + kMaxWorkerAddress);
-  std::string auth =
-      encodeFrame(FrameType::kAuth, bytesOf(proof.data(), proof.size()) + bytesOf(data, rest));
-  auth += bytesOf(data + rest, len - rest);
+  Claimed c = claimedFrom(data, len);
+  rd::auth::Mac proof = bootstrapMac(MacRole::kConnector, kSecret, cn, ln, 5, &c.endpoint);
+  std::string auth = signedFrame(FrameType::kAuth, proof, data, len, c.used);
   Handshake::Status st =
       feed(listener, reinterpret_cast<const uint8_t*>(auth.data()), auth.size(), piece);
-  if (rest > 8 && rest == len) {
+  if (c.used > 8 && c.used == len) {
     require(st == Handshake::Status::kDone, "a correct auth frame refused");
-    require(listener.peer().worker_address == bytesOf(data + 8, rest - 8),
+    require(listener.peer().worker_address == c.endpoint.worker_address,
             "reported worker address differs from the one sent");
+    require(listener.peer().scope == 5, "reported scope differs from the one named");
   }
 }
 
-// Mode 3: a correct listener's challenge; the fuzzer plays the rest of the listener.
+// Mode 3: a correct listener's challenge; the fuzzer's bytes are what its welcome claims.
 void connectorPastChallenge(const uint8_t* data, size_t len, size_t piece) {
   Handshake connector(Handshake::Side::kConnector, kSecret, Endpoint{9, "connector-address"});
   std::string hello = connector.takeOutput();
-  require(hello.size() == kHeaderBytes + 32, "no hello from a connector");
+  require(hello.size() == kHeaderBytes + 40, "no hello from a connector");
   rd::auth::Nonce cn = nonceFrom(hello, kHeaderBytes);
   rd::auth::Nonce ln{};
   ln.fill(0x17);
-  rd::auth::Mac proof = bootstrapProof(true, kSecret, cn, ln);
+  rd::auth::Mac proof = bootstrapMac(MacRole::kListener, kSecret, cn, ln, 0);
   std::string challenge = encodeFrame(
       FrameType::kChallenge, bytesOf(ln.data(), ln.size()) + bytesOf(proof.data(), proof.size()));
   require(connector.consume(challenge.data(), challenge.size()) == Handshake::Status::kRunning,
           "a correct challenge refused");
   require(!connector.takeOutput().empty(), "no auth frame after a correct challenge");
-  Handshake::Status st = feed(connector, data, len, piece);
-  if (st == Handshake::Status::kDone) {
-    require(!connector.peer().worker_address.empty(), "welcomed without an address");
+  Claimed c = claimedFrom(data, len);
+  rd::auth::Mac mac = bootstrapMac(MacRole::kWelcome, kSecret, cn, ln, 0, &c.endpoint);
+  std::string welcome = signedFrame(FrameType::kWelcome, mac, data, len, c.used);
+  Handshake::Status st =
+      feed(connector, reinterpret_cast<const uint8_t*>(welcome.data()), welcome.size(), piece);
+  if (c.used > 8 && c.used == len) {
+    require(st == Handshake::Status::kDone, "a correct welcome refused");
+    require(connector.peer().worker_address == c.endpoint.worker_address,
+            "reported worker address differs from the one sent");
   }
 }
 

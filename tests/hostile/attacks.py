@@ -17,7 +17,7 @@ import struct
 import time
 
 MAGIC = 0x5342524C
-VERSION = 1
+VERSION = 2
 HELLO, CHALLENGE, AUTH, WELCOME, REFUSED = 1, 2, 3, 4, 5
 HEADER = struct.Struct("<IHHI")
 CONNECT_TIMEOUT_S = 5.0
@@ -27,8 +27,14 @@ def frame(kind: int, body: bytes) -> bytes:
     return HEADER.pack(MAGIC, VERSION, kind, len(body)) + body
 
 
-def proof(secret: bytes, listener_side: bool, connector_nonce: bytes, listener_nonce: bytes) -> bytes:
-    msg = b"libreduce-bootstrap-v1" + (b"L" if listener_side else b"C") + connector_nonce + listener_nonce
+SCOPE = 0  # the communicator a hello names: none (these attacks target one job's reducer)
+
+
+def proof(secret: bytes, listener_side: bool, connector_nonce: bytes, listener_nonce: bytes,
+          signed: bytes = b"") -> bytes:
+    """The listener's proof, or the connector's over `signed` (its tag and worker address)."""
+    msg = (b"libreduce-bootstrap-v2" + (b"L" if listener_side else b"C") + connector_nonce
+           + listener_nonce + struct.pack("<Q", SCOPE) + signed)
     return hmac.new(secret, msg, hashlib.sha256).digest()
 
 
@@ -64,7 +70,7 @@ def connect(host: str, port: int) -> socket.socket:
 def challenge_of(sock: socket.socket) -> tuple[bytes, bytes, bytes] | None:
     """Sends a hello; returns (our nonce, listener nonce, listener proof) or None."""
     nonce = os.urandom(32)
-    sock.sendall(frame(HELLO, nonce))
+    sock.sendall(frame(HELLO, nonce + struct.pack("<Q", SCOPE)))
     got = recv_frame(sock)
     if got is None or got[0] != CHALLENGE or len(got[1]) != 64:
         return None
@@ -83,7 +89,8 @@ def is_bootstrap_port(host: str, port: int, secret: bytes) -> bool:
 
 def auth_body(secret: bytes, cn: bytes, ln: bytes) -> bytes:
     # A tag and an address that never reach UCX: every attack's proof is wrong or never sent.
-    return proof(secret, False, cn, ln) + struct.pack("<Q", 0x5EED) + b"\x01" * 64
+    signed = struct.pack("<Q", 0x5EED) + b"\x01" * 64
+    return proof(secret, False, cn, ln, signed) + signed
 
 
 # --- attacks ------------------------------------------------------------------------------
@@ -180,7 +187,7 @@ def replayed_handshake(secret: bytes):
             got = challenge_of(sock)
             if got is None:
                 return "no challenge"
-            captured.append(frame(HELLO, got[0]))
+            captured.append(frame(HELLO, got[0] + struct.pack("<Q", SCOPE)))
             captured.append(frame(AUTH, auth_body(secret, got[0], got[1])))
             return "captured"
         sock.sendall(captured[0])

@@ -57,6 +57,11 @@ refused --listen 198.18.0.1:0 --insecure
 head -1 "$work/err" | grep -q "^reduce-server: INSECURE: no job secret (--insecure)" ||
   { cat "$work/err"; echo "--insecure not said on the first line"; exit 1; }
 grep -q "refusing" "$work/err" && { cat "$work/err"; echo "refused despite --insecure"; exit 1; }
+# A pool secret is a secret: no warning; with a job secret as well it is refused.
+serve --pool-secret-file "$work/job.secret"
+if grep -q "no job secret" "$work/err"; then cat "$work/err"; echo "a warning with a pool secret"; exit 1; fi
+refused --listen 127.0.0.1:0 --pool-secret-file "$work/job.secret" --secret-file "$work/job.secret"
+grep -q "exclude each other" "$work/err" || { cat "$work/err"; echo "both secrets accepted"; exit 1; }
 # A secret file others can read.
 chmod 644 "$work/job.secret"
 refused --listen 127.0.0.1:0 --secret-file "$work/job.secret"

@@ -35,7 +35,7 @@ class Side {
   Side(std::shared_ptr<ProgressEngine> engine, const std::string& secret, const std::string& addr,
        Clock::duration timeout = 10s, size_t max_pending = 256)
       : engine_(std::move(engine)), worker_address_(addr) {
-    Config config{"test-" + addr, secret, addr, timeout, max_pending};
+    Config config{"test-" + addr, secret, addr, timeout, max_pending, "", 0};
     Callbacks cb;
     cb.new_tag = [this] { return ++tags_; };
     cb.accepted = [this](uint64_t, const Endpoint& peer, const std::string&) {

@@ -103,7 +103,7 @@ rdResult_t Bootstrap::connect(uint64_t conn, uint64_t tag, const std::string& ad
   p->tag = tag;
   p->peer = address;
   p->handshake = std::make_unique<Handshake>(Handshake::Side::kConnector, config_.secret,
-                                             Endpoint{tag, worker_address});
+                                             Endpoint{tag, worker_address, config_.scope});
   p->out = p->handshake->takeOutput();
   p->deadline = Clock::now() + config_.timeout;
   int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
@@ -212,8 +212,9 @@ void Bootstrap::acceptOne(int fd, const std::string& peer, const std::string& ho
   p->tag = callbacks_.new_tag();
   p->peer = peer;
   p->peer_host = host;
-  p->handshake = std::make_unique<Handshake>(Handshake::Side::kListener, config_.secret,
-                                             Endpoint{p->tag, config_.worker_address});
+  p->handshake = std::make_unique<Handshake>(Handshake::Side::kListener,
+                                             Keys{config_.secret, config_.pool_secret},
+                                             Endpoint{p->tag, config_.worker_address, 0});
   p->deadline = Clock::now() + config_.timeout;
   p->age = incoming_by_age_.insert(incoming_by_age_.end(), fd);
   p->serial = nextSerial();

@@ -30,6 +30,8 @@ struct Config {
   std::string worker_address;  // what peers that authenticated on a listener get
   Clock::duration timeout = std::chrono::seconds(10);  // for a whole handshake
   size_t max_pending = 256;  // unauthenticated connections a listener holds
+  std::string pool_secret;   // listeners of a shared reducer pool: key by the scope named
+  uint64_t scope = 0;        // the communicator this side's connections name (0: none)
 };
 
 struct Callbacks {

@@ -10,22 +10,24 @@ namespace {
 constexpr size_t kNonceBytes = sizeof(auth::Nonce);
 constexpr size_t kMacBytes = sizeof(auth::Mac);
 constexpr size_t kTagBytes = sizeof(uint64_t);
+constexpr size_t kScopeBytes = sizeof(uint64_t);
 constexpr uint32_t kRefusedWrongProof = 1;
+constexpr uint32_t kRefusedNoScope = 2;
 
 struct BodyLimits {
   size_t min;
   size_t max;
 };
 
-// What each frame's body may be: hello {nonce}, challenge {nonce, proof}, auth {proof, tag,
-// address}, welcome {tag, address}, refused {reason}.
+// What each frame's body may be: hello {nonce, scope}, challenge {nonce, proof}, auth {proof,
+// tag, address}, welcome {MAC, tag, address}, refused {reason}.
 BodyLimits limitsOf(FrameType type) {
   switch (type) {
-    case FrameType::kHello: return {kNonceBytes, kNonceBytes};
+    case FrameType::kHello: return {kNonceBytes + kScopeBytes, kNonceBytes + kScopeBytes};
     case FrameType::kChallenge: return {kNonceBytes + kMacBytes, kNonceBytes + kMacBytes};
     case FrameType::kAuth:
+    case FrameType::kWelcome:
       return {kMacBytes + kTagBytes + 1, kMacBytes + kTagBytes + kMaxWorkerAddress};
-    case FrameType::kWelcome: return {kTagBytes + 1, kTagBytes + kMaxWorkerAddress};
     case FrameType::kRefused: return {sizeof(uint32_t), sizeof(uint32_t)};
   }
   return {1, 0};  // unknown: nothing fits
@@ -54,10 +56,26 @@ T get(const uint8_t* at) {
   return value;
 }
 
-std::string refusal() {
+std::string refusal(uint32_t why = kRefusedWrongProof) {
   std::string reason;
-  put(&reason, kRefusedWrongProof);
+  put(&reason, why);
   return encodeFrame(FrameType::kRefused, reason);
+}
+
+// {MAC, tag, address}: the body of an auth or welcome frame.
+std::string signedEndpoint(const auth::Mac& mac, const Endpoint& endpoint) {
+  std::string body(reinterpret_cast<const char*>(mac.data()), kMacBytes);
+  put(&body, endpoint.tag);
+  body += endpoint.worker_address;
+  return body;
+}
+
+Endpoint endpointOf(const uint8_t* body, size_t len) {
+  Endpoint e;
+  e.tag = get<uint64_t>(body + kMacBytes);
+  e.worker_address.assign(reinterpret_cast<const char*>(body + kMacBytes + kTagBytes),
+                          len - kMacBytes - kTagBytes);
+  return e;
 }
 
 }  // namespace
@@ -103,29 +121,41 @@ bool checkHeader(const uint8_t* header, FrameType expected, FrameType also, uint
   return true;
 }
 
-auth::Mac bootstrapProof(bool listener_side, const std::string& secret,
-                         const auth::Nonce& connector_nonce, const auth::Nonce& listener_nonce) {
-  std::string msg = "libreduce-bootstrap-v1";
-  msg += listener_side ? 'L' : 'C';
+auth::Mac bootstrapMac(MacRole role, const std::string& key, const auth::Nonce& connector_nonce,
+                       const auth::Nonce& listener_nonce, uint64_t scope,
+                       const Endpoint* endpoint) {
+  std::string msg = "libreduce-bootstrap-v2";
+  msg += static_cast<char>(role);
   msg.append(reinterpret_cast<const char*>(connector_nonce.data()), connector_nonce.size());
   msg.append(reinterpret_cast<const char*>(listener_nonce.data()), listener_nonce.size());
-  return auth::hmac(secret, msg);
+  put(&msg, scope);
+  if (endpoint != nullptr) {
+    put(&msg, endpoint->tag);
+    msg += endpoint->worker_address;
+  }
+  return auth::hmac(key, msg);
 }
 
-Handshake::Handshake(Side side, std::string secret, Endpoint local)
-    : side_(side), secret_(std::move(secret)), local_(std::move(local)) {
+Handshake::Handshake(Side side, Keys keys, Endpoint local)
+    : side_(side), keys_(std::move(keys)), local_(std::move(local)) {
   if (side_ == Side::kListener) {
     expect_ = Expect::kHello;
     return;
   }
+  secret_ = keys_.secret;
+  scope_ = local_.scope;
   expect_ = Expect::kChallenge;
   if (auth::randomBytes(connector_nonce_.data(), connector_nonce_.size()) != rdSuccess) {
     fail(rdSystemError, "no random bytes for the handshake nonce");
     return;
   }
-  out_ = encodeFrame(
-      FrameType::kHello,
-      std::string(reinterpret_cast<const char*>(connector_nonce_.data()), connector_nonce_.size()));
+  std::string hello(reinterpret_cast<const char*>(connector_nonce_.data()), kNonceBytes);
+  put(&hello, scope_);
+  out_ = encodeFrame(FrameType::kHello, hello);
+}
+
+auth::Mac Handshake::mac(MacRole role, const std::string& key, const Endpoint* endpoint) const {
+  return bootstrapMac(role, key, connector_nonce_, listener_nonce_, scope_, endpoint);
 }
 
 std::string Handshake::takeOutput() {
@@ -154,8 +184,8 @@ Handshake::Status Handshake::consume(const void* data, size_t len) {
       break;
     }
     FrameType expected = kByExpect[static_cast<int>(expect_)];
-    // Either side may hear that its proof was refused instead of the next step.
-    bool refusable = expect_ == Expect::kWelcome || expect_ == Expect::kAuth;
+    // Either side may hear that it was refused instead of the next step.
+    bool refusable = expect_ != Expect::kHello;
     FrameType also = refusable ? FrameType::kRefused : expected;
     uint32_t body_len = 0;
     std::string why;
@@ -180,35 +210,51 @@ void Handshake::onFrame(FrameType type, const uint8_t* body, size_t len) {
     case FrameType::kChallenge: onChallenge(body, len); break;
     case FrameType::kAuth: onAuth(body, len); break;
     case FrameType::kWelcome: onWelcome(body, len); break;
-    case FrameType::kRefused:
-      fail(rdAuthFailed, std::string("authentication failed: the ") +
-                             (side_ == Side::kListener ? "connecting peer" : "listener") +
-                             (get<uint32_t>(body) == kRefusedWrongProof
-                                  ? " refused our proof (its secret differs from ours)"
-                                  : " refused the connection"));
+    case FrameType::kRefused: {
+      uint32_t reason = get<uint32_t>(body);
+      fail(rdAuthFailed,
+           std::string("authentication failed: the ") +
+               (side_ == Side::kListener ? "connecting peer" : "listener") +
+               (reason == kRefusedWrongProof ? " refused our proof (its secret differs from ours)"
+                : reason == kRefusedNoScope
+                    ? " serves a shared reducer pool, which admits a connection only for a "
+                      "named communicator, and this one named none"
+                    : " refused the connection"));
       break;
+    }
   }
 }
 
 // Which side lacks a secret, where that can be told: a side without one knows it, and a proof
 // made with the empty key is recognizable. Two different secrets look alike from both sides.
-std::string Handshake::mismatch(bool from_listener, const auth::Mac& got) const {
+std::string Handshake::mismatch(bool from_listener, const auth::Mac& got,
+                                const Endpoint* endpoint) const {
   if (from_listener) {
     if (secret_.empty()) {
       return "authentication failed: the listener requires a job secret and this process has "
              "none (set LIBREDUCE_SECRET_FILE to the file the reducer was started with)";
     }
-    if (auth::equal(got, bootstrapProof(true, "", connector_nonce_, listener_nonce_))) {
+    if (auth::equal(got, mac(MacRole::kListener, ""))) {
       return "authentication failed: the listener has no job secret and this process has one "
              "(start the reducer with --secret-file, or unset LIBREDUCE_SECRET_FILE here)";
     }
-    return "authentication failed: the listener's job secret differs from this process's";
+    return std::string(
+               "authentication failed: the listener's job secret differs from this "
+               "process's") +
+           (scope_ != 0 ? " (on a shared reducer pool: this process's key is not the job key "
+                          "of the communicator it named)"
+                        : "");
+  }
+  if (!keys_.pool_secret.empty()) {
+    return "authentication failed: the connecting peer's key is not the job key of the "
+           "communicator it named (" +
+           std::to_string(scope_) + ") under this reducer pool's secret";
   }
   if (secret_.empty()) {
     return "authentication failed: the connecting peer has a job secret and this listener has "
            "none";
   }
-  if (auth::equal(got, bootstrapProof(false, "", connector_nonce_, listener_nonce_))) {
+  if (auth::equal(got, mac(MacRole::kConnector, "", endpoint))) {
     return "authentication failed: the connecting peer has no job secret and this listener "
            "requires one";
   }
@@ -217,11 +263,24 @@ std::string Handshake::mismatch(bool from_listener, const auth::Mac& got) const 
 
 void Handshake::onHello(const uint8_t* body, size_t /*len*/) {
   std::memcpy(connector_nonce_.data(), body, kNonceBytes);
+  scope_ = get<uint64_t>(body + kNonceBytes);
+  peer_.scope = scope_;
+  if (keys_.pool_secret.empty()) {
+    secret_ = keys_.secret;
+  } else if (scope_ == 0) {
+    out_ += refusal(kRefusedNoScope);
+    fail(rdAuthFailed,
+         "authentication failed: the connecting peer named no communicator, and this listener "
+         "serves a shared reducer pool, which keys each connection by its communicator");
+    return;
+  } else {
+    secret_ = auth::jobKey(keys_.pool_secret, scope_);
+  }
   if (auth::randomBytes(listener_nonce_.data(), listener_nonce_.size()) != rdSuccess) {
     fail(rdSystemError, "no random bytes for the handshake nonce");
     return;
   }
-  auth::Mac proof = bootstrapProof(true, secret_, connector_nonce_, listener_nonce_);
+  auth::Mac proof = mac(MacRole::kListener, secret_);
   std::string reply(reinterpret_cast<const char*>(listener_nonce_.data()), kNonceBytes);
   reply.append(reinterpret_cast<const char*>(proof.data()), kMacBytes);
   out_ += encodeFrame(FrameType::kChallenge, reply);
@@ -232,41 +291,45 @@ void Handshake::onChallenge(const uint8_t* body, size_t /*len*/) {
   std::memcpy(listener_nonce_.data(), body, kNonceBytes);
   auth::Mac got{};
   std::memcpy(got.data(), body + kNonceBytes, kMacBytes);
-  if (!auth::equal(got, bootstrapProof(true, secret_, connector_nonce_, listener_nonce_))) {
+  if (!auth::equal(got, mac(MacRole::kListener, secret_))) {
     out_ += refusal();
-    fail(rdAuthFailed, mismatch(true, got));
+    fail(rdAuthFailed, mismatch(true, got, nullptr));
     return;
   }
-  auth::Mac proof = bootstrapProof(false, secret_, connector_nonce_, listener_nonce_);
-  std::string reply(reinterpret_cast<const char*>(proof.data()), kMacBytes);
-  put(&reply, local_.tag);
-  reply += local_.worker_address;
-  out_ += encodeFrame(FrameType::kAuth, reply);
+  out_ += encodeFrame(FrameType::kAuth,
+                      signedEndpoint(mac(MacRole::kConnector, secret_, &local_), local_));
   expect_ = Expect::kWelcome;
 }
 
 void Handshake::onAuth(const uint8_t* body, size_t len) {
   auth::Mac got{};
   std::memcpy(got.data(), body, kMacBytes);
-  if (!auth::equal(got, bootstrapProof(false, secret_, connector_nonce_, listener_nonce_))) {
+  Endpoint claimed = endpointOf(body, len);
+  if (!auth::equal(got, mac(MacRole::kConnector, secret_, &claimed))) {
     out_ += refusal();
-    fail(rdAuthFailed, mismatch(false, got));
+    fail(rdAuthFailed, mismatch(false, got, &claimed));
     return;
   }
-  peer_.tag = get<uint64_t>(body + kMacBytes);
-  peer_.worker_address.assign(reinterpret_cast<const char*>(body + kMacBytes + kTagBytes),
-                              len - kMacBytes - kTagBytes);
-  std::string reply;
-  put(&reply, local_.tag);
-  reply += local_.worker_address;
-  out_ += encodeFrame(FrameType::kWelcome, reply);
+  peer_.tag = claimed.tag;
+  peer_.worker_address = std::move(claimed.worker_address);
+  out_ += encodeFrame(FrameType::kWelcome,
+                      signedEndpoint(mac(MacRole::kWelcome, secret_, &local_), local_));
   expect_ = Expect::kNothing;
   status_ = Status::kDone;
 }
 
 void Handshake::onWelcome(const uint8_t* body, size_t len) {
-  peer_.tag = get<uint64_t>(body);
-  peer_.worker_address.assign(reinterpret_cast<const char*>(body + kTagBytes), len - kTagBytes);
+  auth::Mac got{};
+  std::memcpy(got.data(), body, kMacBytes);
+  Endpoint claimed = endpointOf(body, len);
+  if (!auth::equal(got, mac(MacRole::kWelcome, secret_, &claimed))) {
+    fail(rdAuthFailed,
+         "authentication failed: the listener's welcome does not carry its proof "
+         "of the tag and address in it (changed on the way?)");
+    return;
+  }
+  peer_.tag = claimed.tag;
+  peer_.worker_address = std::move(claimed.worker_address);
   expect_ = Expect::kNothing;
   status_ = Status::kDone;
 }

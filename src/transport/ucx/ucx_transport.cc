@@ -87,6 +87,8 @@ rdResult_t UcxTransport::start() {
     bootstrap::Config config;
     config.name = options_.name;
     config.secret = options_.secret;
+    config.pool_secret = options_.pool_secret;
+    config.scope = options_.scope;
     config.timeout = std::chrono::milliseconds(timeout_ms);
     config.max_pending = static_cast<size_t>(max_pending);
     RD_CHECK(worker->address(&config.worker_address));
