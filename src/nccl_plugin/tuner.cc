@@ -16,9 +16,7 @@ namespace rd::nccl::tuner {
 namespace {
 
 struct Context {
-  size_t ranks = 0;
   size_t nodes = 0;
-  uint64_t comm_id = 0;
   bool enabled = false;  // the setting is on, the job has reducers, and it spans nodes
   size_t reducers = 0;
   double latency_us = 0;
@@ -109,9 +107,7 @@ ncclResult_t init(size_t n_ranks, size_t n_nodes, uint64_t comm_id, ncclDebugLog
   if (context == nullptr) return ncclInvalidArgument;
   setLogger(logger);
   auto* ctx = new Context;
-  ctx->ranks = n_ranks;
   ctx->nodes = n_nodes;
-  ctx->comm_id = comm_id;
   ctx->enabled = n_nodes >= 2 && readSettings(ctx);
   if (ctx->enabled) {
     RD_NCCL_INFO(kNcclLogInit | kNcclLogTuning,

@@ -106,8 +106,22 @@ std::string newSecret() {
   return randomHex(32);
 }
 
+bool createPrivateFile(const std::string& path, const std::string& text, const std::string& what,
+                       std::string* error) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *error = "cannot create " + what + path + ": " + std::strerror(errno);
+    return false;
+  }
+  bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (close(fd) != 0 || !written) {
+    *error = "cannot write " + what + path;
+    return false;
+  }
+  return true;
+}
+
 bool writeSecretFile(const std::string& path, std::string* error) {
-  std::string line = newSecret() + "\n";
   // A fresh file of our own, never one that someone else put there: a stale file of an earlier
   // run is removed (unlink removes a symbolic link itself, not what it points to), and the file
   // is created exclusively, refusing a link or a file that appeared in between.
@@ -115,20 +129,12 @@ bool writeSecretFile(const std::string& path, std::string* error) {
     *error = "cannot replace the job secret " + path + ": " + std::strerror(errno);
     return false;
   }
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    *error = "cannot create the job secret " + path + ": " + std::strerror(errno);
+  std::string secret = newSecret();
+  if (secret.empty()) {
+    *error = "cannot write the job secret to " + path + ": no random bytes";
     return false;
   }
-  bool written =
-      line.size() > 1 && write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-  struct stat st {};
-  written = fstat(fd, &st) == 0 && written && (st.st_mode & 077) == 0;
-  if (close(fd) != 0 || !written) {
-    *error = "cannot write the job secret to " + path + " (readable by its owner only)";
-    return false;
-  }
-  return true;
+  return createPrivateFile(path, secret + "\n", "the job secret ", error);
 }
 
 std::string readyAddress(const std::string& ready_file) {

@@ -26,6 +26,13 @@ bool makeSecret(std::string* dir, std::string* secret_file, std::string* error);
 /** A fresh job secret: 32 random bytes as hex; empty if the system gave no randomness. */
 std::string newSecret();
 
+/**
+ * Creates @p path holding @p text, readable by its owner only: exclusively, so never through a
+ * link or into a file that exists. False with "cannot create|write @p what PATH..." otherwise.
+ */
+bool createPrivateFile(const std::string& path, const std::string& text, const std::string& what,
+                       std::string* error);
+
 /** Writes a fresh job secret (32 random bytes as hex) to @p path, readable by its owner only. */
 bool writeSecretFile(const std::string& path, std::string* error);
 

@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "orchestrator/pool_key.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <string>
 
 #include "common/auth.h"
+#include "orchestrator/job_files.h"
 
 namespace rd::orch {
 namespace {
@@ -20,19 +16,6 @@ int usageError(const std::string& why) {
                "usage: reducectl pool key COMM_ID --secret-file POOL_SECRET [--out FILE]\n",
                why.c_str());
   return 2;
-}
-
-// A new file of our own, readable by its owner only, never through a link.
-bool writePrivate(const std::string& path, const std::string& text, std::string* error) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    *error = "cannot create " + path + ": " + std::strerror(errno) + " (it must not exist yet)";
-    return false;
-  }
-  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ok = close(fd) == 0 && ok;
-  if (!ok) *error = "cannot write " + path;
-  return ok;
 }
 
 }  // namespace
@@ -65,7 +48,8 @@ int runPoolCommand(int argc, char** argv) {
     std::fputs(key.c_str(), stdout);
     return 0;
   }
-  if (!writePrivate(out, key, &error)) return usageError(error);
+  if (!createPrivateFile(out, key, "", &error))
+    return usageError(error + " (it must not exist yet)");
   return 0;
 }
 
