@@ -88,8 +88,8 @@ const char* const kExtraHelp =
     "  --chunk BYTES, --window N   chunk size and chunks in flight per reducer\n"
     "  --wire-dtype none|bf16|fp16 float32 through the reducers travels as that type, summed\n"
     "                          in float32 (LIBREDUCE_WIRE_DTYPE)\n"
-    "The communicator id comes from LIBREDUCE_COMM_ID or MASTER_ADDR:MASTER_PORT; without\n"
-    "reducers rank 0 serves the ring's rendezvous on MASTER_PORT + 1.\n";
+    "The communicator id comes from LIBREDUCE_COMM_ID; without it (or without reducers) rank 0\n"
+    "serves a rendezvous on MASTER_ADDR:MASTER_PORT + 1 that draws it (and joins the ring).\n";
 
 std::vector<std::string> splitList(const std::string& text) {
   std::vector<std::string> items;

@@ -193,6 +193,7 @@ rdResult_t rdCommInitFromEnv(rdComm_t* comm) {
   rd::coll::CommConfig cfg;
   RD_CHECK(rd::coll::configFromSettings(&cfg));
   RD_CHECK(rd::coll::configFromLauncherEnv(&rd::server::startRendezvous, &cfg));
+  if (!cfg.id_rendezvous.empty()) RD_CHECK(rd::coll::drawCommId(&cfg));
   std::unique_ptr<rd::coll::Communicator> impl;
   RD_CHECK(rd::coll::Communicator::create(cfg, &impl));
   *comm = new rdComm{std::move(impl)};

@@ -100,6 +100,7 @@ void Communicator::onJoinMessage(uint32_t index, const wire::Header& h, transpor
         }
       }
       link.epoch = h.epoch;
+      if (index == 0) drawn_id_ = h.count;
       if (++joined_links_ == links_.size()) join_request_->complete(rdSuccess);
       return;
     }

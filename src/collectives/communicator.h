@@ -29,6 +29,8 @@ namespace rd::coll {
 struct CommConfig {
   std::vector<std::string> reducers;  // data reducers; empty = ring only
   std::string rendezvous;             // join point when there are no reducers
+  // Where rank 0 serves the draw of this job's random communicator id (drawCommId), or "".
+  std::string id_rendezvous;
   std::string secret;
   uint64_t comm_id = 0;
   uint32_t rank = 0;
@@ -166,6 +168,8 @@ class Communicator {
   wire::Header header(wire::MsgType type, uint32_t reducer) const;
   /** The address rank @p rank listens on (from the join). */
   const std::string& peerAddress(uint32_t rank) const { return peer_addresses_.at(rank); }
+  /** The random id the first reducer (or the rendezvous) drew for this communicator. */
+  uint64_t drawnId() const { return drawn_id_; }
   /** Connection to the next rank in the ring (connects on first use); 0 when it failed. */
   transport::ConnId ringNext();
   /** Why the previous rank's connection is gone ("" while it is not), for later operations. */
@@ -267,6 +271,7 @@ class Communicator {
   std::string listen_address_;
   std::vector<ReducerLink> links_;
   std::vector<std::string> peer_addresses_;
+  uint64_t drawn_id_ = 0;
   transport::ConnId ring_next_ = 0;
   transport::ConnId ring_prev_ = 0;  // known once the previous rank introduced its connection
   std::string ring_prev_lost_;

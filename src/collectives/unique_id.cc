@@ -189,22 +189,28 @@ rdResult_t configFromLauncherEnv(const RendezvousStarter& start_rendezvous, Comm
   std::string master = envOr("MASTER_ADDR", "");
   std::string master_port = envOr("MASTER_PORT", "");
   std::string comm_text = settings::rawValue(Id::kCommId);
-  if (comm_text.empty() && !master.empty()) comm_text = master + ":" + master_port;
+  const bool explicit_id = !comm_text.empty();
+  if (!explicit_id && !master.empty()) comm_text = master + ":" + master_port;
   if (comm_text.empty()) {
     return setError(rdInvalidArgument,
                     "no communicator id: set LIBREDUCE_COMM_ID (or MASTER_ADDR)");
   }
+  // Without an explicit id, this one only names the draw of the real one at the rendezvous.
   config->comm_id = auth::commIdOfText(comm_text);
-  if (config->reducers.empty()) {
-    // Ring only: rank 0 serves the rendezvous one port above MASTER_PORT (torch's store owns
-    // MASTER_PORT itself).
+  if (config->reducers.empty() || !explicit_id) {
+    // Rank 0 serves the rendezvous one port above MASTER_PORT (torch's store owns MASTER_PORT
+    // itself): the ring's join point, or where the communicator's id is drawn.
     int port = std::atoi(master_port.c_str());
     if (master.empty() || port <= 0 || port >= 65535) {
       return setError(rdInvalidArgument,
-                      "no reducers (LIBREDUCE_REDUCERS) and no MASTER_ADDR / MASTER_PORT for a "
-                      "ring rendezvous");
+                      config->reducers.empty()
+                          ? "no reducers (LIBREDUCE_REDUCERS) and no MASTER_ADDR / MASTER_PORT "
+                            "for a ring rendezvous"
+                          : "no LIBREDUCE_COMM_ID, and no MASTER_PORT for rank 0 to draw a "
+                            "communicator id at (MASTER_PORT + 1)");
     }
-    config->rendezvous = master + ":" + std::to_string(port + 1);
+    const std::string at = master + ":" + std::to_string(port + 1);
+    (config->reducers.empty() ? config->rendezvous : config->id_rendezvous) = at;
     if (config->rank == 0) {
       if (!start_rendezvous) {
         return setError(rdUnsupported, "no rendezvous service in this program");
@@ -215,6 +221,24 @@ rdResult_t configFromLauncherEnv(const RendezvousStarter& start_rendezvous, Comm
                                 &address));
     }
   }
+  return rdSuccess;
+}
+
+rdResult_t drawCommId(CommConfig* config) {
+  CommConfig ring = *config;
+  ring.reducers.clear();
+  ring.rendezvous = config->id_rendezvous;
+  ring.id_rendezvous.clear();
+  ring.algorithm = rdAlgoRing;
+  std::unique_ptr<Communicator> draw;
+  if (rdResult_t st = Communicator::create(ring, &draw); st != rdSuccess) {
+    return setErrorf(st,
+                     "drawing the communicator id at rank 0's rendezvous %s (or set "
+                     "LIBREDUCE_COMM_ID): %s",
+                     config->id_rendezvous.c_str(), lastError().c_str());
+  }
+  config->comm_id = draw->drawnId();
+  config->id_rendezvous.clear();
   return rdSuccess;
 }
 

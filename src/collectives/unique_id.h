@@ -43,9 +43,17 @@ rdResult_t stripSecret(rdUniqueId* id);
 rdResult_t applyConfig(const rdCommConfig_t* user, CommConfig* config);
 
 /**
- * Rank, size, comm id and rendezvous from LIBREDUCE_* / torchrun variables; rank 0 of a
- * communicator without reducers starts the rendezvous (@p rendezvous) on MASTER_PORT + 1.
+ * Rank, size, comm id and rendezvous from LIBREDUCE_* / torchrun variables. Rank 0 starts the
+ * rendezvous (@p rendezvous) on MASTER_PORT + 1 for a communicator without reducers, and for
+ * one whose id LIBREDUCE_COMM_ID does not give: its id is then drawn there (drawCommId).
  */
 rdResult_t configFromLauncherEnv(const RendezvousStarter& rendezvous, CommConfig* config);
+
+/**
+ * The communicator id nobody can guess, as NCCL's bootstrap root makes one: every rank joins
+ * rank 0's rendezvous (@p config's id_rendezvous) once, which draws a random id and hands the
+ * same to each. Replaces @p config's comm id; the join needs the job secret like any other.
+ */
+rdResult_t drawCommId(CommConfig* config);
 
 }  // namespace rd::coll

@@ -107,7 +107,9 @@ constexpr Setting kTable[] = {
      .kind = Kind::kString,
      .default_value = "",
      .description = "Communicator (job) id shared by every rank of a communicator created from "
-                    "the environment; any text. Empty: derived from MASTER_ADDR:MASTER_PORT.",
+                    "the environment; any text. Empty: drawn at random by rank 0, which hands "
+                    "it out from a rendezvous on MASTER_PORT + 1. A job on a shared reducer "
+                    "pool gives the one its key was made for.",
      .min = 0,
      .max = kUnbounded,
      .choices = {}},
@@ -328,6 +330,38 @@ constexpr Setting kTable[] = {
                     "given them all.",
      .min = 1,
      .max = 64,
+     .choices = {}},
+    {.id = Id::kReducerMaxCommunicators,
+     .name = "reducer_max_communicators",
+     .env = "LIBREDUCE_REDUCER_MAX_COMMUNICATORS",
+     .kind = Kind::kInt,
+     .default_value = "256",
+     .description = "Communicators one reducer serves at once (reduce-server "
+                    "--max-communicators); a join beyond it is refused, naming the limit.",
+     .min = 1,
+     .max = 65536,
+     .choices = {}},
+    {.id = Id::kReducerMaxRanks,
+     .name = "reducer_max_ranks",
+     .env = "LIBREDUCE_REDUCER_MAX_RANKS",
+     .kind = Kind::kInt,
+     .default_value = "4096",
+     .description = "Ranks one communicator may have on a reducer (reduce-server --max-ranks): "
+                    "a hello claiming more is refused before any per-rank state exists.",
+     .min = 1,
+     .max = 65536,
+     .choices = {}},
+    {.id = Id::kReducerCommMemoryPercent,
+     .name = "reducer_comm_memory_percent",
+     .env = "LIBREDUCE_REDUCER_COMM_MEMORY_PERCENT",
+     .kind = Kind::kInt,
+     .default_value = "50",
+     .description = "Share of a reducer's memory limit one communicator may hold, in percent "
+                    "(reduce-server --comm-memory-percent): its chunk buffers and its "
+                    "per-rank and per-chunk state. Past it, its own contributions wait; other "
+                    "communicators keep the rest.",
+     .min = 1,
+     .max = 100,
      .choices = {}},
     {.id = Id::kWireDtype,
      .name = "wire_dtype",

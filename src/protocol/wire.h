@@ -50,7 +50,9 @@ enum class MsgType : uint8_t {
   kChallenge = 2,   // reducer -> worker: reducer nonce (ChallengeBody)
   kAuth = 3,        // worker -> reducer: HMAC over both nonces (MacBody)
   kWelcome = 4,     // reducer -> worker: authenticated, reducer's own proof (MacBody)
-  kJoined = 5,      // reducer -> worker: every rank joined; payload = the ranks' addresses
+  kJoined = 5,      // reducer -> worker: every rank joined; payload = the ranks' addresses;
+                    // Header.count: a random id the reducer drew for the communicator (the
+                    // ring rendezvous's is the id of the job it bootstraps: unique_id.h)
   kReject = 6,      // either way: join refused; payload = reason text; status in `status`
   kData = 7,        // worker -> reducer: one chunk contribution
   kResult = 8,      // reducer -> worker: one chunk result

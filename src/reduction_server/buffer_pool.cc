@@ -66,4 +66,17 @@ void BufferPool::release(void* buffer, size_t bytes) {
   if (on_release_) on_release_();
 }
 
+bool BufferPool::reserve(uint64_t bytes) {
+  if (in_use_ + bytes > limit_) return false;
+  dropCached(bytes);
+  in_use_ += bytes;
+  peak_ = std::max(peak_, in_use_ + cached_);
+  return true;
+}
+
+void BufferPool::unreserve(uint64_t bytes) {
+  in_use_ -= bytes;
+  if (on_release_) on_release_();
+}
+
 }  // namespace rd::server

@@ -25,6 +25,13 @@ class BufferPool {
   /** Returns a buffer from acquire() with its size. */
   void release(void* buffer, size_t bytes);
 
+  /**
+   * Counts @p bytes of state held elsewhere (per-rank and per-chunk bookkeeping) against the
+   * limit before it is allocated; false when they do not fit. unreserve() gives them back.
+   */
+  bool reserve(uint64_t bytes);
+  void unreserve(uint64_t bytes);
+
   /** Called after every release (the server retries contributions waiting for memory). */
   void setReleaseHook(std::function<void()> hook) { on_release_ = std::move(hook); }
 

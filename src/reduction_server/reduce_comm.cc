@@ -7,6 +7,7 @@
 #include "common/status.h"
 #include "cpu/cpu_reduce.h"
 #include "protocol/compression.h"
+#include "reduction_server/quota.h"
 #include "reduction_server/slot.h"
 
 namespace rd::server {
@@ -65,7 +66,8 @@ std::string describe(const wire::Header& h) {
 
 ReduceComm::ReduceComm(const wire::CommShape& shape, uint32_t timeout_ms, uint32_t heartbeat_ms,
                        uint16_t flags, transport::Transport* transport, BufferPool* pool,
-                       Executor* executor, std::string reducer_name)
+                       Executor* executor, std::string reducer_name, uint64_t state_bytes,
+                       uint64_t quota_bytes)
     : shape_(shape),
       timeout_ms_(timeout_ms),
       heartbeat_ms_(heartbeat_ms),
@@ -74,12 +76,18 @@ ReduceComm::ReduceComm(const wire::CommShape& shape, uint32_t timeout_ms, uint32
       pool_(pool),
       executor_(executor),
       name_(std::move(reducer_name)),
+      state_bytes_(state_bytes),
+      quota_bytes_(quota_bytes),
+      held_(std::make_shared<uint64_t>(state_bytes)),
       ranks_(shape.nranks),
       left_(shape.nranks, 0),
+      ops_remembered_(opsRemembered(shape.nranks)),
       released_later_(shape.nranks) {}
 
 ReduceComm::~ReduceComm() {
   for (auto& [key, slot] : slots_) dropSlot(slot);
+  *held_ -= state_bytes_;
+  pool_->unreserve(state_bytes_);
 }
 
 void ReduceComm::dropSlot(const std::shared_ptr<Slot>& slot) {
@@ -223,16 +231,31 @@ std::shared_ptr<Slot> ReduceComm::createSlot(const wire::Header& h, const wire::
   if (slot->wide) {
     slot->buffer_bytes = Slot::accOffset(slot->bytes, slot->expected) + span.elems * sizeof(float);
   }
-  if (slot->buffer_bytes > pool_->limit()) {
-    *why = "chunk needs " + std::to_string(slot->buffer_bytes) +
-           " bytes, more than the reducer's memory limit";
+  slot->state_bytes = slotStateBytes(slot->expected);
+  const uint64_t need = slot->buffer_bytes + slot->state_bytes;
+  if (need > quota_bytes_ - state_bytes_) {
+    *why = "chunk needs " + std::to_string(need) + " bytes, more than this communicator's share (" +
+           std::to_string(quota_bytes_) + " bytes) of the reducer's memory";
+    return nullptr;
+  }
+  if (slots_.size() >= maxOpenChunks(shape_.nranks)) {
+    *why = "more than " + std::to_string(maxOpenChunks(shape_.nranks)) +
+           " chunks open at once: more than the ranks' windows allow";
+    return nullptr;
+  }
+  // Past its share the communicator's own contributions wait; its slots finishing frees it.
+  if (*held_ + need > quota_bytes_ || !pool_->reserve(slot->state_bytes)) {
+    *no_memory = true;
     return nullptr;
   }
   slot->buffer = static_cast<char*>(pool_->acquire(slot->buffer_bytes));
   if (slot->buffer == nullptr) {
+    pool_->unreserve(slot->state_bytes);
     *no_memory = true;
     return nullptr;
   }
+  *held_ += need;
+  slot->comm_held = held_;
   slot->deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
   slots_[{h.seq, h.chunk}] = slot;
   ++slots_per_op_[h.seq];
@@ -475,6 +498,7 @@ void ReduceComm::failOp(uint64_t seq, rdResult_t status, const std::string& reas
 void ReduceComm::fail(rdResult_t status, const std::string& reason) {
   if (failed()) return;
   failure_ = "reducer " + name_ + ": " + reason;
+  failed_at_ = Clock::now();
   // A rank that leaves after an operation failed usually leaves because of it: say so, so that
   // a rank that had not posted that operation yet still learns the root cause.
   if (!last_op_failure_.empty()) failure_ += " (after " + last_op_failure_ + ")";

@@ -41,10 +41,14 @@ struct RankLink {
 
 class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
  public:
-  /** @p heartbeat_ms: the period of heartbeats each way (limits::heartbeatPeriodMs); 0 none. */
+  /**
+   * @p heartbeat_ms: the period of heartbeats each way (limits::heartbeatPeriodMs); 0 none.
+   * @p state_bytes: what the server reserved in @p pool for this communicator's own state
+   * (quota.h), given back when it ends; @p quota_bytes: the most it may hold, that included.
+   */
   ReduceComm(const wire::CommShape& shape, uint32_t timeout_ms, uint32_t heartbeat_ms,
              uint16_t flags, transport::Transport* transport, BufferPool* pool, Executor* executor,
-             std::string reducer_name);
+             std::string reducer_name, uint64_t state_bytes, uint64_t quota_bytes);
   ~ReduceComm();
 
   enum class Outcome { kAccepted, kNeedMemory, kBadFrame };
@@ -114,6 +118,8 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
 
   /** Join progress, kept by the server. */
   uint32_t joined = 0;
+  /** A random id drawn for this communicator, sent with kJoined (wire.h). */
+  uint64_t drawn_id = 0;
   Clock::time_point join_deadline;
 
   // --- re-admission of a replacement reducer (docs/failover.md) ---
@@ -134,6 +140,10 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   uint32_t heartbeatMs() const { return heartbeat_ms_; }
   uint16_t flags() const { return flags_; }
   bool failed() const { return !failure_.empty(); }
+  /** When fail() was called (meaningful once failed()). */
+  Clock::time_point failedAt() const { return failed_at_; }
+  /** Bytes this communicator holds: its state, its slots' buffers and bookkeeping. */
+  uint64_t memoryHeld() const { return *held_; }
   size_t slotCount() const { return slots_.size(); }
   /** Chunks whose result (or acknowledgement) went out. */
   uint64_t chunksServed() const { return chunks_served_; }
@@ -183,8 +193,12 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   BufferPool* pool_;
   Executor* executor_;
   std::string name_;
+  uint64_t state_bytes_;
+  uint64_t quota_bytes_;
+  std::shared_ptr<uint64_t> held_;  // shared with its slots
   std::vector<RankLink> ranks_;
   std::string failure_;
+  Clock::time_point failed_at_{};
   std::map<Key, std::shared_ptr<Slot>> slots_;
   std::unordered_map<uint64_t, wire::Header> signatures_;  // seq -> first frame seen
   std::unordered_map<uint64_t, uint32_t> slots_per_op_;
@@ -194,7 +208,7 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   // Failover: ranks that said kLanded / kDone, per operation (the oldest dropped past a bound).
   std::map<uint64_t, RankMarks> landed_;
   std::map<uint64_t, RankMarks> done_;
-  static constexpr size_t kOpsRemembered = 4096;
+  uint64_t ops_remembered_;  // quota.h: opsRemembered
   // kReleased waiting for a result to carry them, per rank; at most kReleasedLaterMax each
   // (every one holds a copy of results at its rank).
   std::vector<std::deque<uint64_t>> released_later_;

@@ -4,6 +4,7 @@
 //
 //   reduce-server --listen HOST:PORT [--threads N] [--lanes N] [--memory-limit SIZE]
 //                 [--secret-file PATH | --pool-secret-file PATH] [--insecure]
+//                 [--max-communicators N] [--max-ranks N] [--comm-memory-percent P]
 //                 [--log-level LEVEL] [--ready-file PATH] [--bind-nic]
 //
 // Ready line on stdout (one line, then the daemon stays quiet there), one address per lane:
@@ -36,6 +37,9 @@ struct Flags {
   std::string listen = "127.0.0.1:0";
   std::string threads;
   std::string lanes;
+  std::string max_communicators;
+  std::string max_ranks;
+  std::string comm_memory_percent;
   std::string memory_limit = "1G";
   std::string secret_file;
   std::string pool_secret_file;
@@ -55,6 +59,10 @@ void usage(FILE* out) {
       "                         (LIBREDUCE_REDUCER_LANES); PORT 0: any free ports, else\n"
       "                         PORT..PORT+N-1\n"
       "  --memory-limit SIZE    bytes of chunk buffers, e.g. 64M, 2G (default 1G)\n"
+      "  --max-communicators N  communicators served at once (default 256)\n"
+      "  --max-ranks N          ranks per communicator (default 4096)\n"
+      "  --comm-memory-percent P  share of the memory limit one communicator may hold\n"
+      "                         (default 50): one job cannot starve another\n"
       "  --secret-file PATH     job secret workers must prove (default: $LIBREDUCE_SECRET_FILE,\n"
       "                         as reducectl gives every replica; else none); it must be\n"
       "                         readable by its owner only\n"
@@ -96,6 +104,12 @@ int parse(int argc, char** argv, Flags* f) {
       ok = value(&f->lanes);
     else if (a == "--memory-limit")
       ok = value(&f->memory_limit);
+    else if (a == "--max-communicators")
+      ok = value(&f->max_communicators);
+    else if (a == "--max-ranks")
+      ok = value(&f->max_ranks);
+    else if (a == "--comm-memory-percent")
+      ok = value(&f->comm_memory_percent);
     else if (a == "--secret-file")
       ok = value(&f->secret_file);
     else if (a == "--pool-secret-file")
@@ -206,16 +220,27 @@ int main(int argc, char** argv) {
     rd::log::setLevel(level);
   }
   // The flags are the settings' other spelling: one set of checks and messages for both.
-  if (!f.threads.empty()) setenv(rd::settings::info(Id::kReducerThreads).env, f.threads.c_str(), 1);
-  if (!f.lanes.empty()) setenv(rd::settings::info(Id::kReducerLanes).env, f.lanes.c_str(), 1);
-  int64_t threads = 0, lanes = 1;
+  for (auto [flag, id] :
+       {std::pair{&f.threads, Id::kReducerThreads}, std::pair{&f.lanes, Id::kReducerLanes},
+        std::pair{&f.max_communicators, Id::kReducerMaxCommunicators},
+        std::pair{&f.max_ranks, Id::kReducerMaxRanks},
+        std::pair{&f.comm_memory_percent, Id::kReducerCommMemoryPercent}}) {
+    if (!flag->empty()) setenv(rd::settings::info(id).env, flag->c_str(), 1);
+  }
+  int64_t threads = 0, lanes = 1, max_comms = 0, max_ranks = 0, memory_percent = 0;
   if (rd::settings::readInt(Id::kReducerThreads, &threads) != rdSuccess ||
-      rd::settings::readInt(Id::kReducerLanes, &lanes) != rdSuccess) {
+      rd::settings::readInt(Id::kReducerLanes, &lanes) != rdSuccess ||
+      rd::settings::readInt(Id::kReducerMaxCommunicators, &max_comms) != rdSuccess ||
+      rd::settings::readInt(Id::kReducerMaxRanks, &max_ranks) != rdSuccess ||
+      rd::settings::readInt(Id::kReducerCommMemoryPercent, &memory_percent) != rdSuccess) {
     return fail("%s", rd::lastError().c_str());
   }
   if (threads == 0) threads = std::clamp<int64_t>(sysconf(_SC_NPROCESSORS_ONLN), 1, 4);
 
   rd::server::ServerOptions options;
+  options.quota.max_communicators = static_cast<uint32_t>(max_comms);
+  options.quota.max_ranks = static_cast<uint32_t>(max_ranks);
+  options.quota.memory_percent = static_cast<uint32_t>(memory_percent);
   if (rd::transport::splitAddress(f.listen, &options.host, &options.port) != rdSuccess) {
     return fail("%s", rd::lastError().c_str());
   }

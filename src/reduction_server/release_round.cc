@@ -43,7 +43,7 @@ void ReduceComm::landed(uint32_t rank, uint64_t seq, bool returned) {
   // reducer of the operations it completed).
   if (seq < first_seq_ || failed()) return;
   std::vector<uint8_t> marks =
-      mark(landed_, seq, rank, shape_.nranks, kOpsRemembered, returned ? kReturned : kWaits);
+      mark(landed_, seq, rank, shape_.nranks, ops_remembered_, returned ? kReturned : kWaits);
   if (marks.empty()) return;
   landed_.erase(seq);
   // Every rank holds every result of the operation: chunks of it still here (re-routed after
@@ -64,7 +64,7 @@ void ReduceComm::landed(uint32_t rank, uint64_t seq, bool returned) {
 
 void ReduceComm::done(uint32_t rank, uint64_t seq) {
   if (failed() || seq < first_seq_) return;
-  mark(done_, seq, rank, shape_.nranks, kOpsRemembered, kWaits);
+  mark(done_, seq, rank, shape_.nranks, ops_remembered_, kWaits);
   for (auto& slot : slotsOf(seq)) finishIfComplete(slot);
   landed(rank, seq, false);  // a rank that completed had every answer
 }

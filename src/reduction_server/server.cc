@@ -94,12 +94,13 @@ ServerStats ReductionServer::stats() {
       s.slots += comm->slotCount();
       s.chunks_served += comm->chunksServed();
     }
-    s.waiting_for_memory = waiting_.size();
+    for (auto& [id, queue] : waiting_) s.waiting_for_memory += queue.items.size();
     s.memory_in_use = pool_.inUse();
     s.memory_peak = pool_.peak();
     s.waited_for_memory = waited_for_memory_;
     s.chunks_served_total = chunks_served_by_ended_ + s.chunks_served;
     s.joins_refused = joins_refused_;
+    s.comms_failed = comms_failed_;
     return rdSuccess;
   });
   return s;
@@ -144,11 +145,7 @@ void ReductionServer::onMessage(transport::ConnId conn, const void* header, size
   if ((type == wire::MsgType::kLanded || type == wire::MsgType::kDone) &&
       peer.state == State::kJoined && !peer.resultChannel() &&
       (peer.comm->flags() & wire::kFlagFailover) != 0) {
-    if (type == wire::MsgType::kLanded) {
-      peer.comm->landed(peer.hello.rank, h.seq, (h.flags & wire::kFlagReturned) != 0);
-    } else {
-      peer.comm->done(peer.hello.rank, h.seq);
-    }
+    onReleaseMark(conn, peer, h);
     return;
   }
   if (type == wire::MsgType::kResume && peer.state == State::kJoined && !peer.resultChannel() &&
@@ -185,6 +182,23 @@ void ReductionServer::onMessage(transport::ConnId conn, const void* header, size
     }
   } else if (peer.state != State::kClosing) {
     dropPeer(conn, Drop::kFailed, std::string("unexpected ") + wire::typeName(h.type) + " message");
+  }
+}
+
+void ReductionServer::onReleaseMark(transport::ConnId conn, Peer& peer, const wire::Header& h) {
+  ReduceComm& comm = *peer.comm;
+  // A mark of another epoch is not this communicator's; one for an operation before the first
+  // a replacement serves is none of its business (a rank tells every live reducer).
+  if (h.epoch != comm.shape().epoch) {
+    dropPeer(conn, Drop::kFailed,
+             "bad " + std::string(wire::typeName(h.type)) + ": epoch " + std::to_string(h.epoch) +
+                 ", the communicator's is " + std::to_string(comm.shape().epoch));
+    return;
+  }
+  if (h.type == static_cast<uint8_t>(wire::MsgType::kLanded)) {
+    comm.landed(peer.hello.rank, h.seq, (h.flags & wire::kFlagReturned) != 0);
+  } else {
+    comm.done(peer.hello.rank, h.seq);
   }
 }
 
@@ -241,6 +255,59 @@ void ReductionServer::onAuth(transport::ConnId conn, Peer& peer, transport::Payl
   joinComm(conn, peer);
 }
 
+std::shared_ptr<ReduceComm> ReductionServer::createComm(transport::ConnId conn, Peer& peer,
+                                                        uint16_t flags) {
+  const wire::Header& h = peer.hello;
+  const Quota& quota = options_.quota;
+  if (h.nranks > quota.max_ranks) {
+    reject(conn, h, rdInvalidUsage,
+           std::to_string(h.nranks) + " ranks: this reducer admits at most " +
+               std::to_string(quota.max_ranks) + " per communicator (reduce-server --max-ranks)");
+    return nullptr;
+  }
+  if (comms_.size() >= quota.max_communicators) {
+    reject(conn, h, rdOutOfMemory,
+           "this reducer serves " + std::to_string(comms_.size()) +
+               " communicators already, its most (reduce-server --max-communicators)");
+    return nullptr;
+  }
+  // The communicator's state and one chunk from every rank must fit its share of the memory.
+  const uint64_t share = pool_.limit() * quota.memory_percent / 100;
+  const uint64_t state = commStateBytes(h.nranks, (flags & wire::kFlagFailover) != 0);
+  const uint64_t one_round =
+      static_cast<uint64_t>(h.nranks) * peer.body.chunk_bytes + slotStateBytes(h.nranks);
+  if (state + one_round > share) {
+    reject(conn, h, rdOutOfMemory,
+           std::to_string(h.nranks) + " ranks x " + std::to_string(peer.body.chunk_bytes) +
+               " byte chunks and their state (" + std::to_string(state + one_round) +
+               " bytes) do not fit one communicator's share of the reducer's memory (" +
+               std::to_string(quota.memory_percent) + "% of " + std::to_string(pool_.limit()) +
+               " bytes); lower LIBREDUCE_CHUNK_BYTES");
+    return nullptr;
+  }
+  if (!pool_.reserve(state)) {
+    reject(conn, h, rdOutOfMemory,
+           "the reducer's memory is taken by other communicators now; try again later");
+    return nullptr;
+  }
+  wire::CommShape shape{h.comm_id,          0, h.nranks, peer.body.chunk_bytes, peer.body.spread,
+                        peer.body.algorithm};
+  uint32_t timeout =
+      std::clamp<uint32_t>(peer.body.timeout_ms, limits::kMinTimeoutMs, limits::kMaxTimeoutMs);
+  auto comm = std::make_shared<ReduceComm>(
+      shape, timeout, limits::heartbeatPeriodMs(peer.body.heartbeat_ms), flags, transport_.get(),
+      &pool_, executor_.get(), address_, state, share);
+  comm->join_deadline = Clock::now() + std::chrono::milliseconds(timeout);
+  const auth::Nonce random = auth::makeNonce();
+  std::memcpy(&comm->drawn_id, random.data(), sizeof comm->drawn_id);
+  comms_[h.comm_id] = comm;
+  RD_LOG_INFO("reducer %s: comm %016llx: first rank %s (%u ranks, timeout %u ms)", address_.c_str(),
+              static_cast<unsigned long long>(h.comm_id),
+              (h.flags & wire::kFlagRejoin) != 0 ? "rejoining, as a replacement" : "joining",
+              h.nranks, timeout);
+  return comm;
+}
+
 void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
   const wire::Header& h = peer.hello;
   const bool results = peer.resultChannel();
@@ -250,26 +317,9 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
   auto it = comms_.find(h.comm_id);
   std::shared_ptr<ReduceComm> comm;
   if (it == comms_.end()) {
-    if (h.nranks * peer.body.chunk_bytes > pool_.limit()) {
-      reject(conn, h, rdOutOfMemory,
-             std::to_string(h.nranks) + " ranks x " + std::to_string(peer.body.chunk_bytes) +
-                 " byte chunks do not fit the reducer's memory limit of " +
-                 std::to_string(pool_.limit()) + " bytes; lower LIBREDUCE_CHUNK_BYTES");
-      return;
-    }
-    wire::CommShape shape{h.comm_id,          0, h.nranks, peer.body.chunk_bytes, peer.body.spread,
-                          peer.body.algorithm};
-    uint32_t timeout =
-        std::clamp<uint32_t>(peer.body.timeout_ms, limits::kMinTimeoutMs, limits::kMaxTimeoutMs);
-    comm = std::make_shared<ReduceComm>(shape, timeout,
-                                        limits::heartbeatPeriodMs(peer.body.heartbeat_ms), flags,
-                                        transport_.get(), &pool_, executor_.get(), address_);
-    comm->join_deadline = Clock::now() + std::chrono::milliseconds(timeout);
+    comm = createComm(conn, peer, flags);
+    if (!comm) return;
     if (rejoin) comm->startRejoin();
-    comms_[h.comm_id] = comm;
-    RD_LOG_INFO("reducer %s: comm %016llx: first rank %s (%u ranks, timeout %u ms)",
-                address_.c_str(), static_cast<unsigned long long>(h.comm_id),
-                rejoin ? "rejoining, as a replacement" : "joining", h.nranks, timeout);
   } else {
     comm = it->second;
     std::string problem;
@@ -337,6 +387,7 @@ void ReductionServer::finishJoin(ReduceComm& comm) {
   wire::Header j =
       wire::makeHeader(wire::MsgType::kJoined, comm.shape().comm_id, comm.shape().epoch, 0, nranks);
   j.seq = comm.firstSeq();
+  j.count = comm.drawn_id;
   for (uint32_t r = 0; r < nranks; ++r) {
     comm.sendTo(r, j, list);
     comm.sendTo(r, j, list, /*result_channel=*/true);
@@ -352,55 +403,87 @@ void ReductionServer::finishJoin(ReduceComm& comm) {
 
 void ReductionServer::onData(transport::ConnId conn, Peer& peer, const wire::Header& h,
                              transport::Payload& p) {
-  // Contributions that need a new slot keep their arrival order behind the ones waiting for
-  // memory; one for a slot that exists needs none and goes in at once: the slot's memory comes
-  // back only when its last contribution lands (queued behind, the two would wait for each
-  // other for ever).
-  if (!waiting_.empty() && !peer.comm->hasSlot(h)) {
-    waiting_.push_back(Waiting{conn, h, std::move(p)});
-    ++waited_for_memory_;
+  // Contributions that need a new slot keep their arrival order behind their communicator's
+  // ones waiting for memory; one for a slot that exists needs none and goes in at once: the
+  // slot's memory comes back only when its last contribution lands (queued behind, the two would
+  // wait for each other for ever).
+  const uint64_t id = peer.comm->shape().comm_id;
+  auto queue = waiting_.find(id);
+  const bool behind = queue != waiting_.end() && !queue->second.items.empty();
+  std::string why;
+  auto outcome = behind && !peer.comm->hasSlot(h)
+                     ? ReduceComm::Outcome::kNeedMemory
+                     : peer.comm->contribute(h, peer.hello.rank, p, &why);
+  if (outcome == ReduceComm::Outcome::kBadFrame) {
+    dropPeer(conn, Drop::kFailed, "bad data frame: " + why);
     return;
   }
-  std::string why;
-  switch (peer.comm->contribute(h, peer.hello.rank, p, &why)) {
-    case ReduceComm::Outcome::kAccepted: break;
-    case ReduceComm::Outcome::kNeedMemory:
-      waiting_.push_back(Waiting{conn, h, std::move(p)});
-      ++waited_for_memory_;
-      break;
-    case ReduceComm::Outcome::kBadFrame:
-      dropPeer(conn, Drop::kFailed, "bad data frame: " + why);
-      break;
+  if (outcome != ReduceComm::Outcome::kNeedMemory) return;
+  WaitQueue& waiting = waiting_[id];
+  // Each waiting contribution is a chunk in some rank's window: more breaks the protocol. The
+  // eager ones hold the transport's memory: at most the communicator's share of it.
+  const uint64_t held = p.keepsData() ? p.size() : 0;
+  const uint64_t share = pool_.limit() * options_.quota.memory_percent / 100;
+  if (waiting.items.size() >= maxOpenChunks(peer.comm->shape().nranks) ||
+      waiting.held_bytes + held > share) {
+    dropPeer(conn, Drop::kFailed,
+             std::to_string(waiting.items.size()) + " contributions (" +
+                 std::to_string(waiting.held_bytes) +
+                 " bytes) wait for memory already: more than the ranks' windows allow");
+    return;
   }
+  waiting.items.push_back(Waiting{conn, h, std::move(p), held});
+  waiting.held_bytes += held;
+  ++waited_for_memory_;
 }
 
 void ReductionServer::drainWaiting() {
-  // New slots are made in arrival order until memory runs out; contributions to slots that
-  // exist (made meanwhile by an earlier waiting one) go in wherever they are in the queue.
-  bool out_of_memory = false;
+  // Memory freed goes round the communicators that wait: each makes at most one new slot per
+  // round, starting after the one served last, so one job's backlog never holds up another's.
+  bool made_one = true;
+  while (made_one && !waiting_.empty()) {
+    made_one = false;
+    auto it = waiting_.upper_bound(turn_);
+    for (size_t n = waiting_.size(); n > 0; --n) {
+      if (it == waiting_.end()) it = waiting_.begin();
+      if (drainTurn(it->second)) {
+        made_one = true;
+        turn_ = it->first;
+      }
+      it = it->second.items.empty() ? waiting_.erase(it) : std::next(it);
+    }
+  }
+}
+
+bool ReductionServer::drainTurn(WaitQueue& queue) {
+  bool made_slot = false;
+  bool blocked = false;
   std::vector<transport::ConnId> bad;
   std::string why;
-  for (auto w = waiting_.begin(); w != waiting_.end();) {
+  for (auto w = queue.items.begin(); w != queue.items.end();) {
     auto it = peers_.find(w->conn);
     if (it == peers_.end() || it->second.state != Peer::State::kJoined) {
-      w = waiting_.erase(w);
+      queue.remove(&w);
       continue;
     }
     ReduceComm& comm = *it->second.comm;
-    if (out_of_memory && !comm.hasSlot(w->header)) {
+    const bool new_slot = !comm.hasSlot(w->header);
+    if (new_slot && (blocked || made_slot)) {
       ++w;
       continue;
     }
     auto outcome = comm.contribute(w->header, it->second.hello.rank, w->payload, &why);
     if (outcome == ReduceComm::Outcome::kNeedMemory) {
-      out_of_memory = true;
+      blocked = true;
       ++w;
       continue;
     }
     if (outcome == ReduceComm::Outcome::kBadFrame) bad.push_back(w->conn);
-    w = waiting_.erase(w);
+    made_slot = made_slot || (new_slot && outcome == ReduceComm::Outcome::kAccepted);
+    queue.remove(&w);
   }
   for (transport::ConnId conn : bad) dropPeer(conn, Drop::kFailed, "bad data frame: " + why);
+  return made_slot;
 }
 
 void ReductionServer::onFailure(transport::ConnId conn, const std::string& reason) {
@@ -413,8 +496,15 @@ void ReductionServer::dropPeer(transport::ConnId conn, Drop cause, const std::st
   Peer peer = std::move(it->second);
   peers_.erase(it);
   transport_->close(conn);
-  for (auto w = waiting_.begin(); w != waiting_.end();) {
-    w = w->conn == conn ? waiting_.erase(w) : w + 1;
+  if (auto queue = waiting_.find(peer.hello.comm_id); queue != waiting_.end()) {
+    WaitQueue& q = queue->second;
+    for (auto w = q.items.begin(); w != q.items.end();) {
+      if (w->conn == conn) {
+        q.remove(&w);
+      } else {
+        ++w;
+      }
+    }
   }
   const wire::Header& h = peer.hello;
   if (peer.state != Peer::State::kJoined) {
@@ -444,6 +534,7 @@ void ReductionServer::dropPeer(transport::ConnId conn, Drop cause, const std::st
   auto cit = comms_.find(h.comm_id);
   if (!anyone && cit != comms_.end() && cit->second == comm) {
     chunks_served_by_ended_ += comm->chunksServed();
+    if (comm->failed()) ++comms_failed_;
     comms_.erase(cit);
   }
 }
@@ -475,7 +566,22 @@ void ReductionServer::onTick() {
     comm->sendReleasedLater();
     ++it;
   }
+  closeFailedComms(now);
   drainWaiting();
+}
+
+void ReductionServer::closeFailedComms(Clock::time_point now) {
+  // Long enough for the ranks to read why; then a failed communicator gives back everything,
+  // whether or not its ranks ever close their side.
+  constexpr auto kLinger = std::chrono::seconds(2);
+  std::vector<transport::ConnId> closing;
+  for (auto& [conn, peer] : peers_) {
+    if (peer.state == Peer::State::kJoined && peer.comm->failed() &&
+        now - peer.comm->failedAt() >= kLinger) {
+      closing.push_back(conn);
+    }
+  }
+  for (auto conn : closing) dropPeer(conn, Drop::kFailed, "was closed: its communicator failed");
 }
 
 }  // namespace rd::server

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -14,6 +15,7 @@
 #include "common/auth.h"
 #include "common/executor.h"
 #include "reduction_server/buffer_pool.h"
+#include "reduction_server/quota.h"
 #include "reduction_server/reduce_comm.h"
 #include "transport/transport.h"
 
@@ -32,6 +34,7 @@ struct ServerOptions {
   // Runs the large reductions; null: the server makes its own with reduce_threads threads.
   std::shared_ptr<Executor> executor;
   int reduce_threads = 2;
+  Quota quota;  // what one communicator may hold (quota.h)
 };
 
 struct ServerStats {
@@ -45,6 +48,7 @@ struct ServerStats {
   uint64_t chunks_served = 0;        // by the communicators still here
   uint64_t chunks_served_total = 0;  // since start, by every communicator
   uint64_t joins_refused = 0;        // since start: bad secret, mismatched settings, ...
+  uint64_t comms_failed = 0;         // since start
 };
 
 class ReductionServer {
@@ -77,6 +81,15 @@ class ReductionServer {
     transport::ConnId conn;
     wire::Header header;
     transport::Payload payload;
+    uint64_t held_bytes;  // of the transport's memory (an eager payload), else 0
+  };
+  struct WaitQueue {  // one communicator's
+    std::deque<Waiting> items;
+    uint64_t held_bytes = 0;
+    void remove(std::deque<Waiting>::iterator* at) {
+      held_bytes -= (*at)->held_bytes;
+      *at = items.erase(*at);
+    }
   };
 
   explicit ReductionServer(const ServerOptions& options);
@@ -93,8 +106,19 @@ class ReductionServer {
   // Once every rank's two connections joined (and, for a replacement, every rank resumed):
   // sends every rank kJoined with the epoch, the ranks' addresses and the first operation.
   void finishJoin(ReduceComm& comm);
+  // A kLanded or kDone of a joined rank (failover's release round).
+  void onReleaseMark(transport::ConnId conn, Peer& peer, const wire::Header& h);
+  // A new communicator for @p peer's hello, within the quotas; null when refused.
+  std::shared_ptr<ReduceComm> createComm(transport::ConnId conn, Peer& peer, uint16_t flags);
   void onData(transport::ConnId conn, Peer& peer, const wire::Header& h, transport::Payload& p);
+  // Retries the contributions waiting for memory, the communicators in turn (round robin).
   void drainWaiting();
+  // One communicator's turn: contributions to open slots go in, and at most one new slot is
+  // made. True when one was.
+  bool drainTurn(WaitQueue& queue);
+  // Closes the connections of communicators that failed a while ago (a peer that stopped
+  // reading would otherwise pin their buffers).
+  void closeFailedComms(Clock::time_point now);
   void reject(transport::ConnId conn, const wire::Header& h, rdResult_t status,
               const std::string& reason);
   // Why a connection goes: its rank left the communicator (destroy), or anything else, which
@@ -109,7 +133,10 @@ class ReductionServer {
   std::unique_ptr<transport::Transport> transport_;
   std::unordered_map<transport::ConnId, Peer> peers_;
   std::unordered_map<uint64_t, std::shared_ptr<ReduceComm>> comms_;
-  std::deque<Waiting> waiting_;
+  // Contributions waiting for memory, per communicator id, served in turn from after turn_.
+  std::map<uint64_t, WaitQueue> waiting_;
+  uint64_t turn_ = 0;
+  uint64_t comms_failed_ = 0;
   uint32_t next_epoch_ = 1;
   uint64_t joins_refused_ = 0;
   uint64_t waited_for_memory_ = 0;

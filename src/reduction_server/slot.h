@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "protocol/chunking.h"
@@ -41,6 +42,10 @@ struct Slot {
   char* buffer = nullptr;
   size_t buffer_bytes = 0;
   BufferPool* pool = nullptr;
+  // Bookkeeping bytes reserved in the pool for this slot, and the communicator's count of what it
+  // holds (shared: a slot may outlive its communicator while its last sends complete).
+  uint64_t state_bytes = 0;
+  std::shared_ptr<uint64_t> comm_held;
   bool dead = false;  // dropped (failed) or finished: nothing may touch it but completions
   Clock::time_point deadline;
 
@@ -70,6 +75,8 @@ struct Slot {
   // Memory goes back only when nothing receives into it, reduces in it or sends from it.
   void releaseIfIdle() {
     if (dead && in_flight == 0 && sends == 0 && !reducing && buffer != nullptr) {
+      *comm_held -= buffer_bytes + state_bytes;
+      pool->unreserve(state_bytes);
       pool->release(buffer, buffer_bytes);
       buffer = nullptr;
     }

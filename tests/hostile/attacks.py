@@ -237,6 +237,45 @@ def connect_close(count: int):
     return attack
 
 
+# --- what each port must answer ---------------------------------------------------------------
+
+GARBAGE = {"closed", "reset", "reset while sending"}
+# A worker's port disappears when its job ends, during the attack: connecting then fails.
+WORKER_GONE = {"connect error 111", "connect error 104"}
+HANDSHAKE_ATTACKS = {
+    # attack: (what libreduce's bootstrap port answers, what a UCX port answers)
+    "truncated handshake": ({"truncated auth sent"}, {"no challenge"}),
+    "wrong HMAC": ({"refused"}, {"no challenge"}),
+    "replayed handshake": ({"captured", "refused"}, {"no challenge"}),
+}
+# The bootstrap holds at most this many unauthenticated connections (LIBREDUCE_BOOTSTRAP_PENDING's
+# default) and closes the oldest beyond it.
+BOOTSTRAP_PENDING = 256
+
+
+def unexpected(name: str, kind: str, owner: str, outcome: str) -> list[str]:
+    """The parts of an attack's outcome a port of `kind` ("bootstrap" or "ucx") must never give:
+    an answer to garbage, a challenge on a UCX port, a forged proof accepted, an idle flood held
+    beyond the bootstrap's bound. [] when it answered as it must."""
+    if name.endswith("idle connections"):
+        opened, _, rest = outcome.partition(" opened, ")
+        closed = int(rest.split(", ")[1].split()[0]) if ", " in rest else 0
+        if kind == "bootstrap" and closed < int(opened) - BOOTSTRAP_PENDING:
+            return [f"only {closed} of {opened} idle connections closed (at most "
+                    f"{BOOTSTRAP_PENDING} may wait)"]
+        return []
+    if name.endswith("connect/close"):
+        return [] if outcome.endswith(" 0 failed") else [outcome]
+    allowed = set(GARBAGE)
+    if name in HANDSHAKE_ATTACKS:
+        bootstrap, ucx = HANDSHAKE_ATTACKS[name]
+        allowed = set(bootstrap if kind == "bootstrap" else ucx)
+    if owner == "worker":
+        allowed |= WORKER_GONE | {"closed", "no challenge"}
+    kinds = [part.rsplit(" x", 1)[0] for part in outcome.split(", ") if part]
+    return [k for k in kinds if k not in allowed]
+
+
 def all_attacks(secret: bytes) -> list[tuple[str, object]]:
     rng = os.urandom
     return [

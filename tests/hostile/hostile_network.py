@@ -4,8 +4,10 @@
 then told apart by probing: the one that answers a bootstrap hello with a challenge is
 libreduce's, the others are UCX's) gets each hostile input of attacks.py while a verified job
 (two rd_perf ranks, every element checked) runs through the same reducer. Each case passes when
-the reducer and the job survive with 0 wrong elements and the reducer's peak memory stays
-within its limit; the job's time is reported next to an undisturbed run's.
+the reducer and the job survive with 0 wrong elements, the reducer's peak memory stays within
+its limit, and the port answered as it must (attacks.unexpected: garbage closed or reset, a
+forged or replayed proof refused, no challenge from a UCX port, idle connections beyond the
+bootstrap's bound closed); the job's time is reported next to an undisturbed run's.
 
   tests/hostile/hostile_network.py --build-dir build [--out DIR] [--ports-only]
                                    [--reduce-server PATH]
@@ -232,7 +234,8 @@ def attack_every_port(suite: Suite, failures: list[str], args) -> tuple[list[tup
             r = suite.run_job(attack, target)
             alive = suite.reducer_alive()
             rss = peak_rss_mb(suite.reducer.pid) if alive else float("nan")
-            passed = r["ok"] and alive and rss <= memory_cap
+            wrong_answers = attacks.unexpected(name, target.kind, target.owner, r["outcome"])
+            passed = r["ok"] and alive and rss <= memory_cap and not wrong_answers
             rows.append((name, target.label, "survived" if passed else "FAILED", r["outcome"],
                          r["time"], r["time"] / base_time, rss))
             print(f"{name:22} {target.label:18} {'ok' if passed else 'FAILED':6} "
@@ -240,7 +243,8 @@ def attack_every_port(suite: Suite, failures: list[str], args) -> tuple[list[tup
                   f"reducer peak {rss:6.1f} MiB  [{r['outcome']}]", flush=True)
             if not passed:
                 failures.append(f"{name} on {target.label}: reducer alive={alive}, "
-                                f"peak {rss:.1f} MiB, {r['why']}")
+                                f"peak {rss:.1f} MiB, answers it must not give: "
+                                f"{wrong_answers}, {r['why']}")
             if not alive:
                 failures.append("the reducer died:\n" + suite.reducer_log.read_text())
                 return rows, base_time, base_rss

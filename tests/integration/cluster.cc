@@ -129,9 +129,18 @@ void Cluster::pump(milliseconds max_wait) {
   }
 }
 
+namespace {
+// The reducer binary under test: this build's, or RD_TEST_REDUCE_SERVER (another build's, to
+// compare: an older one for a before/after table, a sanitizer one).
+std::string reduceServerBinary() {
+  const char* other = std::getenv("RD_TEST_REDUCE_SERVER");
+  return other != nullptr && *other != '\0' ? other : RD_REDUCE_SERVER_BIN;
+}
+}  // namespace
+
 Reducer Cluster::startReducer(const std::string& listen, const std::vector<std::string>& flags,
                               const std::map<std::string, std::string>& env, bool retry_in_use) {
-  std::vector<std::string> argv = {RD_REDUCE_SERVER_BIN, "--listen", listen};
+  std::vector<std::string> argv = {reduceServerBinary(), "--listen", listen};
   argv.insert(argv.end(), flags.begin(), flags.end());
   Process* p = spawn(argv, env);
   bool ready = waitForOutput(p, "LIBREDUCE_REDUCER_READY", milliseconds(20000));
@@ -168,7 +177,7 @@ Reducer Cluster::replaceReducer(const Reducer& old) {
 }
 
 Process* Cluster::startRaw(const std::vector<std::string>& flags) {
-  std::vector<std::string> argv = {RD_REDUCE_SERVER_BIN};
+  std::vector<std::string> argv = {reduceServerBinary()};
   argv.insert(argv.end(), flags.begin(), flags.end());
   return spawn(argv, {});
 }

@@ -10,10 +10,13 @@
 #include <cstring>
 #include <future>
 #include <map>
+#include <regex>
+#include <set>
 #include <string>
 #include <thread>
 
 #include "cluster.h"
+#include "common/auth.h"
 #include "protocol/wire.h"
 #include "transport/transport.h"
 
@@ -230,8 +233,9 @@ TEST(Reducer, LanesEachServeAShareOfTheChunks) {
           << reducer.process->output;
     }
   }
-  // Memory splits between the lanes: 3 ranks x 1 MiB chunks fit each lane's third of 12M.
-  auto small = cluster.startReducers(1, {"--lanes", "3", "--memory-limit", "12M"});
+  // Memory splits between the lanes: 3 ranks x 1 MiB chunks fit a communicator's half of each
+  // lane's third of 24M.
+  auto small = cluster.startReducers(1, {"--lanes", "3", "--memory-limit", "24M"});
   auto big = cluster.startWorkers(3, Cluster::addresses(small),
                                   {"--counts", "4194305", "--dtypes", "float32"},
                                   {{"LIBREDUCE_CHUNK_BYTES", "1M"}});
@@ -248,6 +252,35 @@ TEST(Reducer, ServesSeveralCommunicatorsAtOnce) {
                                 {"--counts", "7,1000,1048579", "--dtypes", "float64,uint8"});
   expectAllPassed(cluster, a, seconds(300));
   expectAllPassed(cluster, b, seconds(300));
+}
+
+// An id LIBREDUCE_COMM_ID does not give is drawn at random at rank 0's rendezvous, as NCCL's
+// bootstrap root draws one: the same job run twice gets two ids, and neither is the hash of
+// MASTER_ADDR:MASTER_PORT that anyone could compute.
+TEST(Reducer, AnIdNotGivenIsDrawnAtRandomAtRankZero) {
+  Cluster cluster;
+  auto r = cluster.startReducers(1, {"--log-level", "info"});
+  const std::string port = std::to_string(20000 + (getpid() * 16 + 9) % 12000);
+  const std::map<std::string, std::string> env = {{"LIBREDUCE_COMM_ID", ""}, {"MASTER_PORT", port}};
+  const std::regex joined("comm ([0-9a-f]{16}): first rank joining");
+  std::set<std::string> ids;
+  for (int run = 1; run <= 2; ++run) {
+    auto w = cluster.startWorkers(2, Cluster::addresses(r), {"--counts", "1000"}, env);
+    expectAllPassed(cluster, w, seconds(60));
+    const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+    while (static_cast<int>(ids.size()) < run && std::chrono::steady_clock::now() < deadline) {
+      cluster.waitForOutput(r[0].process, "first rank joining", milliseconds(200));
+      const std::string& out = r[0].process->output;
+      for (std::sregex_iterator m(out.begin(), out.end(), joined), end; m != end; ++m) {
+        ids.insert((*m)[1]);
+      }
+    }
+  }
+  ASSERT_EQ(ids.size(), 2u) << r[0].process->output;
+  char derived[17];
+  std::snprintf(derived, sizeof derived, "%016llx",
+                static_cast<unsigned long long>(auth::commIdOfText("127.0.0.1:" + port)));
+  EXPECT_EQ(ids.count(derived), 0u) << "the id is the hash of MASTER_ADDR:MASTER_PORT";
 }
 
 }  // namespace

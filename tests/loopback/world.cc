@@ -32,6 +32,7 @@ std::unique_ptr<server::ReductionServer> startReducer(
   so.port = port;
   so.secret = secret;
   so.memory_limit = options.reducer_memory;
+  so.quota.memory_percent = options.reducer_memory_percent;
   so.transport = "loopback";
   so.engine = std::move(e);
   std::unique_ptr<server::ReductionServer> s;

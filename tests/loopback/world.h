@@ -36,6 +36,7 @@ struct WorldOptions {
   rdAlgorithm_t algorithm = rdAlgoDefault;
   std::string secret = "loopback-secret";
   uint64_t reducer_memory = 64ull << 20;
+  uint32_t reducer_memory_percent = 50;  // one communicator's share (reduce-server's default)
 };
 
 /** One rank's outcome of an operation. */
