@@ -189,4 +189,28 @@ SlurmJobSpec readSlurmJob(const Field& field) {
   return s;
 }
 
+ReducerPoolRef readReducerPool(const Field& field) {
+  FieldMap map(field, {"addresses", "keyFile", "commId"}, "a map");
+  ReducerPoolRef pool;
+  Field addresses = map.require("addresses", "the shared reducers' host:port");
+  for (const Field& item : readList(addresses, "a list of host:port")) {
+    std::string address = readNonEmptyText(item, "a host:port");
+    size_t colon = address.rfind(':');
+    const std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
+    const bool digits =
+        !port.empty() && port.size() <= 5 &&
+        std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    if (colon == 0 || !digits || std::stoi(port) < 1 || std::stoi(port) > 65535) {
+      item.fail("'" + address + "' is not host:port (a reducer's address, port 1..65535)");
+    }
+    pool.addresses.push_back(address);
+  }
+  if (pool.addresses.empty()) addresses.fail("the list is empty; give the pool's reducers");
+  pool.key_file = readNonEmptyText(map.require("keyFile", "the job's key to the pool"),
+                                   "the path of the job key (reducectl pool key --out)");
+  pool.comm_id = readNonEmptyText(map.require("commId", "the communicator the key admits"),
+                                  "the communicator id the key was made for");
+  return pool;
+}
+
 }  // namespace rd::orch

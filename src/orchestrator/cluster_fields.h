@@ -25,4 +25,7 @@ DiskSpec readDiskSpec(const spec::Field& field);
 /** The job's slurm: {partition, account, qos, timeLimit, sbatchOptions}. Throws. */
 SlurmJobSpec readSlurmJob(const spec::Field& field);
 
+/** reducerPool: {addresses, keyFile, commId}, every address host:port. Throws. */
+ReducerPoolRef readReducerPool(const spec::Field& field);
+
 }  // namespace rd::orch

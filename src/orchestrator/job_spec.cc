@@ -15,6 +15,7 @@
 #include "common/settings.h"
 #include "common/status.h"
 #include "orchestrator/cluster_fields.h"
+#include "orchestrator/job_files.h"
 #include "orchestrator/job_spec_reader.h"
 #include "orchestrator/managed_env.h"
 #include "orchestrator/spec_fields.h"
@@ -48,7 +49,7 @@ const std::vector<std::string> kCustomJobFields = {
 // jobSpec's own fields; the Google Cloud ones (service account, VPC, TensorBoard, ...) are
 // accepted and left unused.
 const std::vector<std::string> kJobFields = {"baseOutputDirectory", "scheduling", "libreduce",
-                                             "workerPoolSpecs", "slurm"};
+                                             "workerPoolSpecs",     "slurm",      "reducerPool"};
 const std::vector<std::string> kCloudOnlyJobFields = {"serviceAccount",
                                                       "network",
                                                       "reservedIpRanges",
@@ -408,6 +409,14 @@ void readJobFields(const FieldMap& map, JobSpec* spec) {
   if (auto f = map.get("scheduling")) spec->scheduling = readScheduling(*f);
   if (auto f = map.get("libreduce")) readLibreduce(*f, spec);
   if (auto f = map.get("slurm")) spec->slurm = readSlurmJob(*f);
+  if (auto f = map.get("reducerPool")) {
+    spec->reducer_pool = readReducerPool(*f);
+    if (spec->pool(PoolKind::kReducers).replica_count > 0) {
+      f->fail(
+          "the job starts reducers of its own (workerPoolSpecs[2]) and attaches to a shared "
+          "pool: give one of the two");
+    }
+  }
 }
 
 std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b) {
@@ -565,6 +574,11 @@ std::string pathFromSpec(const std::string& spec_path, const std::string& path) 
 void resolveSpecPaths(const std::string& spec_path, JobSpec* spec) {
   spec->base_output_dir = pathFromSpec(spec_path, spec->base_output_dir);
   for (PoolSpec& pool : spec->pools) pool.working_dir = pathFromSpec(spec_path, pool.working_dir);
+  // Absolute: the ranks read it from wherever they run (a Slurm node's own directory).
+  if (spec->reducer_pool.attached()) {
+    spec->reducer_pool.key_file =
+        absolutePath(pathFromSpec(spec_path, spec->reducer_pool.key_file));
+  }
 }
 
 bool loadJobSpec(const std::string& path, JobSpec* spec, std::string* error) {

@@ -85,6 +85,18 @@ struct SlurmJobSpec {
   std::vector<std::string> sbatch_options;  // more sbatch options, each one argument
 };
 
+/**
+ * reducerPool: a reducer pool shared by jobs (reduce-server --pool-secret-file) that the job
+ * attaches to instead of starting reducers of its own. Its ranks hold only this job's key,
+ * `reducectl pool key COMM_ID` (docs/security.md).
+ */
+struct ReducerPoolRef {
+  std::vector<std::string> addresses;  // host:port of each reducer; empty: no shared pool
+  std::string key_file;                // the job key's file (owner-only)
+  std::string comm_id;                 // the communicator id the key was made for
+  bool attached() const { return !addresses.empty(); }
+};
+
 struct JobSpec {
   std::string name;             // displayName; [A-Za-z0-9_.-], 1..128 characters
   std::string base_output_dir;  // baseOutputDirectory; empty: ./reducectl-jobs
@@ -95,6 +107,7 @@ struct JobSpec {
   // refused.
   std::vector<std::pair<std::string, std::string>> libreduce_env;
   SlurmJobSpec slurm;
+  ReducerPoolRef reducer_pool;
 
   const PoolSpec& pool(PoolKind kind) const { return pools[static_cast<int>(kind)]; }
   PoolSpec& pool(PoolKind kind) { return pools[static_cast<int>(kind)]; }

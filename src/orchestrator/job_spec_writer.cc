@@ -71,6 +71,12 @@ std::string jobSpecDocument(const JobSpec& spec) {
     }
     out += "}";
   }
+  const ReducerPoolRef& shared = spec.reducer_pool;
+  if (shared.attached()) {
+    out += ", \"reducerPool\": {\"addresses\": " + jsonStringArray(shared.addresses) +
+           ", \"keyFile\": " + jsonString(shared.key_file) +
+           ", \"commId\": " + jsonString(shared.comm_id) + "}";
+  }
   return out + "}\n";
 }
 

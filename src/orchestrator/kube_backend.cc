@@ -17,6 +17,7 @@
 #include "orchestrator/job_files.h"
 #include "orchestrator/job_record.h"
 #include "orchestrator/job_status.h"
+#include "orchestrator/pool_key.h"
 
 namespace rd::orch {
 namespace {
@@ -66,7 +67,12 @@ class KubeJob {
     if (!makeDirectories(log_dir_, error)) return false;
     registerJob(layout_.job_id, layout_.output_dir);
     options_.kube.job_id = layout_.job_id;
-    options_.kube.secret = newSecret();
+    // Attached to a shared pool, the ranks' Secret holds the job key instead of a fresh secret.
+    if (spec_.reducer_pool.attached()) {
+      if (!readPoolKey(spec_.reducer_pool, &options_.kube.secret, error)) return false;
+    } else {
+      options_.kube.secret = newSecret();
+    }
     jobset_ = kubeJobSetName(layout_.job_id);
     manifest_ = log_dir_ + "/kubernetes.yaml";
     std::string yaml;

@@ -202,6 +202,8 @@ JobLayout kubeLayout(const JobSpec& spec, const KubeOptions& o) {
   std::string base = spec.base_output_dir.empty() ? "reducectl-jobs" : spec.base_output_dir;
   layout.output_dir = base + "/" + o.job_id;
   layout.secret_file = std::string(kKubeSecretDir) + "/secret";
+  if (spec.reducer_pool.attached())
+    layout.pool_key_file = layout.secret_file;  // the Secret holds the key
   std::string jobset = kubeJobSetName(o.job_id);
   for (int p = 0; p < kPoolCount; ++p) {
     auto kind = static_cast<PoolKind>(p);

@@ -25,6 +25,7 @@
 #include "orchestrator/local_job.h"
 #include "orchestrator/network_emulation.h"
 #include "orchestrator/orphan_guard.h"
+#include "orchestrator/pool_key.h"
 #include "orchestrator/replica_env.h"
 #include "orchestrator/replica_output.h"
 #include "orchestrator/replica_process.h"
@@ -97,6 +98,16 @@ bool LocalJob::prepare(std::string* error) {
   if (!guard_.start(error)) return false;
   if (!makeSecret(&secret_dir_, &layout_.secret_file, error)) return false;
   guard_.removeOnDeath(secret_dir_);
+  if (spec_.reducer_pool.attached()) {
+    std::string key;
+    if (!readPoolKey(spec_.reducer_pool, &key, error)) return false;
+    layout_.pool_key_file = spec_.reducer_pool.key_file;
+    std::string reducers;
+    for (const auto& a : spec_.reducer_pool.addresses)
+      reducers += (reducers.empty() ? "" : ",") + a;
+    display_.note("attached to the shared reducer pool " + reducers + " as communicator " +
+                  spec_.reducer_pool.comm_id);
+  }
   if (options_.emulate_network) {
     if (!createEmulatedNetwork(spec_, options_.netns_tool, &net_, error)) return false;
     guard_.runOnDeath(net_.destroy_command);

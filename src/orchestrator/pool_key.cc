@@ -20,6 +20,20 @@ int usageError(const std::string& why) {
 
 }  // namespace
 
+bool readPoolKey(const ReducerPoolRef& pool, std::string* key, std::string* error) {
+  std::string why;
+  if (!auth::privateFile(pool.key_file, &why)) {
+    *error = "reducerPool.keyFile: " + why;
+    return false;
+  }
+  if (auth::readSecretFile(pool.key_file, key) != rdSuccess || key->empty()) {
+    *error = "reducerPool.keyFile: no job key in " + pool.key_file +
+             " (make one with reducectl pool key " + pool.comm_id + " --out FILE)";
+    return false;
+  }
+  return true;
+}
+
 int runPoolCommand(int argc, char** argv) {
   if (argc < 3 || std::string(argv[2]) != "key") return usageError("the one pool command is key");
   std::string comm_id, secret_file, out;

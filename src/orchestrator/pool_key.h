@@ -2,6 +2,10 @@
 // `reducectl pool key`: the key one job's workers hold to use a shared reducer pool.
 #pragma once
 
+#include <string>
+
+#include "orchestrator/job_spec.h"
+
 namespace rd::orch {
 
 /**
@@ -11,5 +15,11 @@ namespace rd::orch {
  * Returns the exit status (0, or 2 with a message on stderr).
  */
 int runPoolCommand(int argc, char** argv);
+
+/**
+ * The key of a job attached to a shared pool (reducerPool.keyFile), read once the file proved
+ * private (owner-only) and not empty; false with @p error naming the file otherwise.
+ */
+bool readPoolKey(const ReducerPoolRef& pool, std::string* key, std::string* error);
 
 }  // namespace rd::orch

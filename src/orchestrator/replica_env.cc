@@ -133,14 +133,23 @@ void addTorchVariables(const JobSpec& spec, const JobLayout& layout, const Repli
 // The settings that join a rank to the reducers; reducers need only the secret's file.
 void addLibreduceVariables(const JobSpec& spec, const JobLayout& layout, const ReplicaId& replica,
                            EnvList* env) {
-  if (isRankPool(replica.pool)) {
+  const ReducerPoolRef& shared = spec.reducer_pool;
+  if (isRankPool(replica.pool) && shared.attached()) {
+    // The one communicator the job key admits, in every attempt: a restarted one joins once
+    // the reducers dropped the last (docs/reducectl.md).
+    env->emplace_back("LIBREDUCE_REDUCERS", joinComma(shared.addresses));
+    env->emplace_back("LIBREDUCE_COMM_ID", shared.comm_id);
+    env->emplace_back("LIBREDUCE_SECRET_FILE", layout.pool_key_file);
+  } else if (isRankPool(replica.pool)) {
     env->emplace_back("LIBREDUCE_REDUCERS", joinComma(poolAddresses(layout, PoolKind::kReducers)));
     // A fresh communicator per gang attempt, so a restarted job never meets stale state.
     env->emplace_back("LIBREDUCE_COMM_ID",
                       layout.job_id + (layout.trial_id.empty() ? "" : "-trial" + layout.trial_id) +
                           "-attempt" + std::to_string(layout.attempt));
   }
-  env->emplace_back("LIBREDUCE_SECRET_FILE", layout.secret_file);
+  if (!isRankPool(replica.pool) || !shared.attached()) {
+    env->emplace_back("LIBREDUCE_SECRET_FILE", layout.secret_file);
+  }
   for (const auto& entry : spec.libreduce_env) env->push_back(entry);
 }
 

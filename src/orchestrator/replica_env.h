@@ -25,6 +25,9 @@ struct JobLayout {
   // rendezvous).
   std::array<std::vector<std::string>, kPoolCount> addresses;
   std::string secret_file;  // the job secret's file (0600); the secret itself is never in env
+  // reducerPool: the job key's file as the ranks see it (they present it instead of the job
+  // secret); "" when the job runs reducers of its own.
+  std::string pool_key_file;
   // A trial of a tuning job (job_id is then the tuning job's): CLOUD_ML_TRIAL_ID, and the file
   // its hypertune reports go to (CLOUD_ML_HP_METRIC_FILE). Empty for a plain job.
   std::string trial_id;

@@ -18,6 +18,7 @@
 #include "orchestrator/job_record.h"
 #include "orchestrator/job_spec_writer.h"
 #include "orchestrator/job_status.h"
+#include "orchestrator/pool_key.h"
 #include "orchestrator/slurm_commands.h"
 #include "orchestrator/slurm_replica.h"
 #include "orchestrator/slurm_script.h"
@@ -147,6 +148,11 @@ bool SlurmJob::prepare(std::string* error) {
   }
   layout_.secret_file = slurmSecretFile(layout_.output_dir);
   if (!writeSecretFile(layout_.secret_file, error)) return false;
+  if (spec_.reducer_pool.attached()) {
+    // The ranks read the key where it is: on a file system every node shares.
+    std::string key;
+    if (!readPoolKey(spec_.reducer_pool, &key, error)) return false;
+  }
   if (!writeFileAtomically(slurmSpecFile(layout_.output_dir), jobSpecDocument(spec_))) {
     *error = "cannot write " + slurmSpecFile(layout_.output_dir);
     return false;

@@ -199,6 +199,7 @@ int runSlurmReplica(const SlurmReplicaArgs& args) {
   r.layout.attempt = args.attempt;
   r.layout.output_dir = args.job_dir;
   r.layout.secret_file = slurmSecretFile(args.job_dir);
+  r.layout.pool_key_file = r.spec.reducer_pool.key_file;  // made absolute by the submitter
   for (int p = 0; p < kPoolCount; ++p)
     r.layout.addresses[p].assign(r.spec.pools[p].replica_count, "");
   std::vector<std::string> argv = pool.command;

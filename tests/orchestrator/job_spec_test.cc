@@ -206,6 +206,27 @@ workerPoolSpecs:
   EXPECT_EQ(spec.pool(PoolKind::kEvaluators).replica_count, 0);
 }
 
+// A job attached to a shared reducer pool: its addresses, key file (relative to the spec, made
+// absolute on load) and communicator id.
+TEST(JobSpec, ReducerPoolAttachesToSharedReducers) {
+  JobSpec spec = parseOk(R"(
+displayName: shared
+workerPoolSpecs: [{replicaCount: 1, command: [./train]}, {replicaCount: 3, command: [./train]}]
+reducerPool:
+  addresses: ["pool-0:7000", "pool-1:7000"]
+  keyFile: /keys/shared.key
+  commId: team-a-run-7
+)");
+  EXPECT_TRUE(spec.reducer_pool.attached());
+  EXPECT_EQ(spec.reducer_pool.addresses, (Words{"pool-0:7000", "pool-1:7000"}));
+  EXPECT_EQ(spec.reducer_pool.key_file, "/keys/shared.key");
+  EXPECT_EQ(spec.reducer_pool.comm_id, "team-a-run-7");
+  spec.reducer_pool.key_file = "job.key";
+  resolveSpecPaths("/specs/job.yaml", &spec);
+  EXPECT_EQ(spec.reducer_pool.key_file, "/specs/job.key");
+  EXPECT_FALSE(parseOk(kFullYaml).reducer_pool.attached());
+}
+
 TEST(JobSpec, PoolNames) {
   EXPECT_STREQ(poolName(PoolKind::kPrimary), "primary");
   EXPECT_STREQ(poolName(PoolKind::kWorkers), "worker");
@@ -532,6 +553,26 @@ const BadSpec kBadSpecs[] = {
     {"output_dir_list",
      kHead + kPools + "baseOutputDirectory: [a]\n",
      {"job.yaml:5:22: baseOutputDirectory: expected a directory path, got a list"}},
+    {"reducer_pool_and_own_reducers",
+     kHead + "workerPoolSpecs: [{replicaCount: 1, command: [x]}, {}, {replicaCount: 2}]\n" +
+         "reducerPool: {addresses: ['r:1'], keyFile: k, commId: c}\n",
+     {"job.yaml:3:14: reducerPool: the job starts reducers of its own (workerPoolSpecs[2]) and "
+      "attaches to a shared pool: give one of the two"}},
+    {"reducer_pool_bad_address",
+     kHead + kPools + "reducerPool: {addresses: ['r1:70000'], keyFile: k, commId: c}\n",
+     {"reducerPool.addresses[0]: 'r1:70000' is not host:port"}},
+    {"reducer_pool_no_port",
+     kHead + kPools + "reducerPool: {addresses: [r1], keyFile: k, commId: c}\n",
+     {"reducerPool.addresses[0]: 'r1' is not host:port"}},
+    {"reducer_pool_without_key",
+     kHead + kPools + "reducerPool: {addresses: ['r:1'], commId: c}\n",
+     {"reducerPool.keyFile: required field missing; the job's key to the pool"}},
+    {"reducer_pool_empty",
+     kHead + kPools + "reducerPool: {addresses: [], keyFile: k, commId: c}\n",
+     {"reducerPool.addresses: the list is empty"}},
+    {"reducer_pool_unknown_field",
+     kHead + kPools + "reducerPool: {addresses: ['r:1'], keyFile: k, commId: c, secret: s}\n",
+     {"reducerPool.secret: unknown field"}},
 };
 
 class JobSpecError : public testing::TestWithParam<BadSpec> {};

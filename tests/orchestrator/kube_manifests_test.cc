@@ -51,5 +51,32 @@ TEST(KubeManifests, PortsAndSecretAreFixed) {
   EXPECT_NE(yaml.find("defaultMode: 384"), std::string::npos);  // 0600
 }
 
+// Attached to a shared pool: no reducers of its own, the ranks' Secret is the job key (given as
+// the secret by the backend), and they name the pool's reducers and the key's communicator.
+TEST(KubeManifests, AJobOnASharedPoolStartsNoReducersAndMountsItsKey) {
+  JobSpec spec;
+  std::string error;
+  ASSERT_TRUE(
+      parseJobSpec("displayName: k\nworkerPoolSpecs:\n  - replicaCount: 1\n"
+                   "    command: [a]\nreducerPool: {addresses: ['pool-0.infra:7000'], "
+                   "keyFile: /keys/k.key, commId: team-k}\n",
+                   "job.yaml", &spec, &error))
+      << error;
+  KubeOptions options;
+  options.job_id = "k";
+  options.secret = "a1b2";
+  std::string yaml;
+  ASSERT_TRUE(renderKubernetes(spec, options, &yaml, &error)) << error;
+  EXPECT_EQ(yaml.find("name: reducers"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("stringData: {secret: \"a1b2\"}"), std::string::npos);
+  EXPECT_NE(yaml.find("{name: \"LIBREDUCE_REDUCERS\", value: \"pool-0.infra:7000\"}"),
+            std::string::npos)
+      << yaml;
+  EXPECT_NE(yaml.find("{name: \"LIBREDUCE_COMM_ID\", value: \"team-k\"}"), std::string::npos);
+  EXPECT_NE(yaml.find("{name: \"LIBREDUCE_SECRET_FILE\", value: \"/var/run/reducectl/secret/"
+                      "secret\"}"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace rd::orch

@@ -94,6 +94,27 @@ TEST(ReplicaEnv, LibreduceSettingsForRanks) {
   EXPECT_FALSE(lookup(env, "LIBREDUCE_RANK").has_value());
 }
 
+// Attached to a shared pool: the ranks get its reducers, the id their key admits (the same in
+// every attempt) and the key's file instead of the job secret's; evaluators get none of it.
+TEST(ReplicaEnv, RanksOfAJobOnASharedPoolHoldItsKey) {
+  JobSpec spec = fullSpec();
+  spec.pool(PoolKind::kReducers).replica_count = 0;
+  spec.reducer_pool.addresses = {"pool-0:7000", "pool-1:7000"};
+  spec.reducer_pool.key_file = "/keys/a.key";
+  spec.reducer_pool.comm_id = "team-a";
+  JobLayout layout = fullLayout();
+  layout.addresses[2].clear();
+  layout.pool_key_file = "/keys/a.key";
+  const EnvList rank = replicaEnvironment(spec, layout, ReplicaId{PoolKind::kWorkers, 1, 0});
+  EXPECT_EQ(get(rank, "LIBREDUCE_REDUCERS"), "pool-0:7000,pool-1:7000");
+  EXPECT_EQ(get(rank, "LIBREDUCE_COMM_ID"), "team-a");
+  EXPECT_EQ(get(rank, "LIBREDUCE_SECRET_FILE"), "/keys/a.key");
+  const EnvList evaluator =
+      replicaEnvironment(spec, layout, ReplicaId{PoolKind::kEvaluators, 0, 0});
+  EXPECT_FALSE(lookup(evaluator, "LIBREDUCE_SECRET_FILE").has_value());
+  EXPECT_FALSE(lookup(evaluator, "LIBREDUCE_REDUCERS").has_value());
+}
+
 TEST(ReplicaEnv, VertexDirectoriesForEveryReplica) {
   for (int pool = 0; pool < kPoolCount; ++pool) {
     const EnvList env = envFor(static_cast<PoolKind>(pool), 0);

@@ -26,6 +26,7 @@ from test_reducectl_jobs import (BUILD, DEMO, ENV_CHECK, PYTHON, REDUCECTL, SOUR
 
 sys.path.insert(0, os.path.join(SOURCE, "bench", "failover"))
 from readmission import reducer_pids  # noqa: E402  (the one finder of a job's reducers)
+from test_reducectl_shared_pool import SharedPool  # noqa: E402
 
 LOCAL_SLURM = os.path.join(SOURCE, "scripts/local_slurm.sh")
 
@@ -133,6 +134,21 @@ class SlurmTests(unittest.TestCase):
         for r in rec["replicas"]:
             if r["pool"] in (0, 1):
                 self.assertEqual(r["exitCode"], 0, r)
+
+    def test_a_job_attached_to_a_shared_pool(self):
+        shared = SharedPool(self.dir)
+        try:
+            demo = [DEMO, "--max-bytes", "256K", "--iters", "2", "--warmup", "0"]
+            spec = self.write_spec(
+                [pool(1, demo), pool(2, demo, slurm={"nodes": 2})],
+                reducerPool={"addresses": [shared.address], "commId": "slurm-team",
+                             "keyFile": shared.key("slurm-team", "team.key")})
+            code, out, err = self.run_job(spec)
+        finally:
+            shared.stop()
+        self.assertEqual(code, 0, err)
+        self.assertIn("[primary-0] PASSED: 0 wrong", out)
+        self.assertEqual([r for r in self.record()["replicas"] if r["pool"] == 2], [])
 
     def test_every_replica_sees_a_consistent_environment(self):
         out_dir = os.path.join(self.dir, "env")
