@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "collectives/unique_id.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -225,7 +226,12 @@ rdResult_t configFromLauncherEnv(const RendezvousStarter& start_rendezvous, Comm
 }
 
 rdResult_t drawCommId(CommConfig* config) {
+  // Each draw meets at an id of its own: the n-th communicator this process makes from the
+  // environment is every rank's n-th, and the last draw's may still be leaving the rendezvous.
+  static std::atomic<uint64_t> draws{0};
   CommConfig ring = *config;
+  ring.comm_id = auth::commIdOfText(std::to_string(config->comm_id) + "/draw" +
+                                    std::to_string(draws.fetch_add(1)));
   ring.reducers.clear();
   ring.rendezvous = config->id_rendezvous;
   ring.id_rendezvous.clear();

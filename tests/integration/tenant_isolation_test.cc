@@ -102,7 +102,7 @@ TEST(TenantIsolation, FloodingTenantsFailAloneAndTheOtherJobVerifies) {
       {"--counts", "1000,262144", "--dtypes", "float32,int32", "--iters", "40"},
       {{"LIBREDUCE_COMM_ID", "honest-beside"}, {"LIBREDUCE_SECRET", keyOf("honest-beside")}});
   ahead.sendOpsAhead(1000, 1000, 1400);
-  marks.sendLanded(1, 200000);
+  marks.sendLanded(1, 20000);  // five times the operations a communicator remembers
   marks.sendLanded(1, 1, marks.epoch() + 7);
   ASSERT_TRUE(pool.cluster.wait(job, seconds(180))) << joinedOutput(job);
   const double beside =
