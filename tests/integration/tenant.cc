@@ -10,7 +10,8 @@ namespace rd::test {
 Tenant::Tenant(Options options)
     : options_(std::move(options)),
       zeros_(std::make_shared<std::vector<char>>(options_.chunk_bytes)),
-      comm_id_(auth::commIdOfText(options_.comm)) {
+      comm_id_(
+          auth::commIdOfText(options_.hello_comm.empty() ? options_.comm : options_.hello_comm)) {
   transport::Handlers h;
   h.on_message = [this](transport::ConnId c, const void* hdr, size_t len, transport::Payload p) {
     onMessage(c, hdr, len, std::move(p));
@@ -21,7 +22,7 @@ Tenant::Tenant(Options options)
   transport::Options topts;
   topts.name = "tenant";
   topts.secret = options_.key;
-  topts.scope = comm_id_;
+  topts.scope = auth::commIdOfText(options_.comm);  // the connections are its own job's
   EXPECT_EQ(transport::createTransport("ucx", nullptr, topts, std::move(h), &transport_),
             rdSuccess);
 }

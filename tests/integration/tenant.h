@@ -22,10 +22,11 @@ namespace rd::test {
 class Tenant {
  public:
   struct Options {
-    std::string reducer;  // address
-    std::string comm;     // communicator id text (LIBREDUCE_COMM_ID)
-    std::string key;      // the job key it proves
-    uint32_t nranks = 2;  // ranks its hellos claim (it joins them all)
+    std::string reducer;     // address
+    std::string comm;        // communicator id text (LIBREDUCE_COMM_ID): its key's, its scope
+    std::string hello_comm;  // the communicator its hellos name; "": comm
+    std::string key;         // the job key it proves
+    uint32_t nranks = 2;     // ranks its hellos claim (it joins them all)
     uint64_t chunk_bytes = 64 << 10;
     bool failover = false;  // the communicator takes release marks (kLanded, kDone)
   };
@@ -65,7 +66,7 @@ class Tenant {
   std::vector<transport::ConnId> conns_;  // rank r: data 2r, result 2r+1
   std::vector<auth::Nonce> nonces_;
   std::shared_ptr<std::vector<char>> zeros_;
-  uint64_t comm_id_ = 0;
+  uint64_t comm_id_ = 0;  // what its hellos and frames name
   std::mutex mu_;
   std::condition_variable cv_;
   uint32_t joined_ = 0;

@@ -76,6 +76,31 @@ TEST(TenantIsolation, AHelloClaimingTooManyRanksIsRefusedWithTheLimit) {
       << tenant.answer();
 }
 
+// The bootstrap admits a connection for its own job; a hello on it naming another job's
+// communicator is refused by the join's own proof, and that job goes on.
+TEST(TenantIsolation, AConnectionAdmittedForOneJobCannotJoinAnother) {
+  SharedPool pool;
+  auto job = pool.cluster.startWorkers(
+      2, pool.reducer.address,
+      {"--counts", "262144", "--dtypes", "float32", "--iters", "150", "--announce-after", "5"},
+      {{"LIBREDUCE_COMM_ID", "victim"}, {"LIBREDUCE_SECRET", keyOf("victim")}});
+  ASSERT_TRUE(pool.cluster.waitForOutput(job[0], "5 operations done", seconds(60)))
+      << joinedOutput(job);
+  Tenant::Options o = pool.tenant("intruder");
+  o.hello_comm = "victim";
+  Tenant intruder(o);
+  intruder.start();
+  ASSERT_TRUE(intruder.turnedAway(seconds(20)));
+  EXPECT_EQ(intruder.answerStatus(), rdAuthFailed) << intruder.answer();
+  EXPECT_TRUE(intruder.heard("not the job key of the communicator its hello names", seconds(5)))
+      << intruder.answer();
+  ASSERT_TRUE(pool.cluster.wait(job, seconds(120))) << joinedOutput(job);
+  for (Process* p : job) {
+    EXPECT_EQ(p->status, 0) << p->output;
+    EXPECT_NE(p->output.find(" 0 failed"), std::string::npos) << p->output;
+  }
+}
+
 TEST(TenantIsolation, FloodingTenantsFailAloneAndTheOtherJobVerifies) {
   SharedPool pool;
   bool passed = false;
