@@ -47,4 +47,13 @@ constexpr uint64_t maxOpenChunks(uint32_t nranks) {
   return std::max<uint64_t>(1024, 2ull * nranks * limits::kMaxWindow);
 }
 
+/** Eager payloads (held by the transport, outside the memory limit) one communicator may have
+ *  waiting for memory: its memory share, or every rank's window of chunks up to the default
+ *  eager size (LIBREDUCE_EAGER_BYTES, 256 KiB; larger ones wait at their sender), if more. */
+constexpr uint64_t kDefaultEagerBytes = 256 << 10;
+constexpr uint64_t maxWaitingEagerBytes(uint32_t nranks, uint64_t max_chunk_bytes, uint64_t share) {
+  return std::max<uint64_t>(share, static_cast<uint64_t>(nranks) * limits::kMaxWindow *
+                                       std::min(max_chunk_bytes, kDefaultEagerBytes));
+}
+
 }  // namespace rd::server

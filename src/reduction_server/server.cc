@@ -421,11 +421,13 @@ void ReductionServer::onData(transport::ConnId conn, Peer& peer, const wire::Hea
   if (outcome != ReduceComm::Outcome::kNeedMemory) return;
   WaitQueue& waiting = waiting_[id];
   // Each waiting contribution is a chunk in some rank's window: more breaks the protocol. The
-  // eager ones hold the transport's memory: at most the communicator's share of it.
+  // eager ones hold the transport's memory, bounded too (quota.h).
+  const wire::CommShape& shape = peer.comm->shape();
   const uint64_t held = p.keepsData() ? p.size() : 0;
   const uint64_t share = pool_.limit() * options_.quota.memory_percent / 100;
-  if (waiting.items.size() >= maxOpenChunks(peer.comm->shape().nranks) ||
-      waiting.held_bytes + held > share) {
+  if (waiting.items.size() >= maxOpenChunks(shape.nranks) ||
+      waiting.held_bytes + held >
+          maxWaitingEagerBytes(shape.nranks, shape.max_chunk_bytes, share)) {
     dropPeer(conn, Drop::kFailed,
              std::to_string(waiting.items.size()) + " contributions (" +
                  std::to_string(waiting.held_bytes) +
