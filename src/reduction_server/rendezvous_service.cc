@@ -26,7 +26,10 @@ rdResult_t startRendezvous(const coll::RendezvousRequest& request, std::string* 
     options.port = request.port;
     options.secret = request.secret;
     options.transport = request.transport;
-    options.memory_limit = 64ull << 20;
+    // Ranks only join here (ring data goes between them): the limit counts their state, never
+    // a chunk, so no chunk size a ring accepts may be refused for want of memory.
+    options.memory_limit = 1ull << 40;
+    options.quota.memory_percent = 100;
     rdResult_t started = ReductionServer::start(options, &service);
     if (started != rdSuccess) {
       services.erase(key);
