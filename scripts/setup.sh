@@ -17,7 +17,7 @@ packages=(
   clang clang-format clang-tidy libclang-rt-14-dev
   pybind11-dev python3-dev python3-venv python3-numpy python3-pytest
   libgloo-dev libopenmpi-dev openmpi-bin python3-matplotlib libyaml-cpp-dev
-  slurm-wlm munge podman runc catatonit python3-jsonschema python3-yaml
+  slurm-wlm munge podman runc catatonit python3-jsonschema python3-yaml prometheus
 )
 
 missing=()

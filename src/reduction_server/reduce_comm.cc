@@ -2,6 +2,7 @@
 #include "reduction_server/reduce_comm.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "common/log.h"
 #include "common/status.h"
@@ -34,7 +35,8 @@ struct Fold {
   kernels::ReduceArgs args;
   kernels::WideSumArgs wide_args;
 
-  rdResult_t run(std::string* error) {
+  rdResult_t run(std::string* error, double* seconds) {
+    const auto start = std::chrono::steady_clock::now();
     rdResult_t status = rdSuccess;
     if (wide) {
       wide_args.srcs = srcs.data();
@@ -44,6 +46,7 @@ struct Fold {
       status = kernels::cpu::reduce(args);
     }
     if (status != rdSuccess) *error = lastError();
+    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return status;
   }
 };
@@ -67,7 +70,7 @@ std::string describe(const wire::Header& h) {
 ReduceComm::ReduceComm(const wire::CommShape& shape, uint32_t timeout_ms, uint32_t heartbeat_ms,
                        uint16_t flags, transport::Transport* transport, BufferPool* pool,
                        Executor* executor, std::string reducer_name, uint64_t state_bytes,
-                       uint64_t quota_bytes)
+                       uint64_t quota_bytes, std::shared_ptr<ReducerCounters> counters)
     : shape_(shape),
       timeout_ms_(timeout_ms),
       heartbeat_ms_(heartbeat_ms),
@@ -79,6 +82,7 @@ ReduceComm::ReduceComm(const wire::CommShape& shape, uint32_t timeout_ms, uint32
       state_bytes_(state_bytes),
       quota_bytes_(quota_bytes),
       held_(std::make_shared<uint64_t>(state_bytes)),
+      counters_(counters ? std::move(counters) : std::make_shared<ReducerCounters>()),
       ranks_(shape.nranks),
       left_(shape.nranks, 0),
       ops_remembered_(opsRemembered(shape.nranks)),
@@ -184,6 +188,8 @@ ReduceComm::Outcome ReduceComm::contribute(const wire::Header& h, uint32_t conn_
     return Outcome::kBadFrame;
   }
   slot->seen[index] = 1;
+  ++counters_->chunks_received;
+  counters_->bytes_received += h.payload_bytes;
   const bool held = (h.flags & wire::kFlagHeldResult) != 0;
   const bool arrival_order = (flags_ & wire::kFlagDeterministic) == 0;
   if (!held && arrival_order && slot->expected > 1 && slot->span.elems != 0 &&
@@ -351,25 +357,32 @@ void ReduceComm::reduceNext(const std::shared_ptr<Slot>& slot) {
     args.finalize_avg = last;  // avg scales once, in the pass that adds the last contribution
   }
   slot->reducing = true;
-  auto run = [fold = std::move(fold)](std::string* error) mutable { return fold.run(error); };
+  auto run = [fold = std::move(fold)](std::string* error, double* seconds) mutable {
+    return fold.run(error, seconds);
+  };
   if (slot->bytes < kOffloadBytes || executor_ == nullptr) {
     std::string error;
-    rdResult_t status = run(&error);
-    afterReduce(slot, count, status, error);
+    double seconds = 0;
+    rdResult_t status = run(&error, &seconds);
+    afterReduce(slot, count, status, error, seconds);
     return;
   }
   auto self = shared_from_this();
   executor_->submit([self, slot, count, run = std::move(run)]() mutable {
     std::string error;
-    rdResult_t status = run(&error);
-    self->transport_->post(
-        [self, slot, count, status, error] { self->afterReduce(slot, count, status, error); });
+    double seconds = 0;
+    rdResult_t status = run(&error, &seconds);
+    self->transport_->post([self, slot, count, status, error, seconds] {
+      self->afterReduce(slot, count, status, error, seconds);
+    });
   });
 }
 
 void ReduceComm::afterReduce(const std::shared_ptr<Slot>& slot, uint32_t count, rdResult_t status,
-                             const std::string& error) {
+                             const std::string& error, double seconds) {
   slot->reducing = false;
+  ++counters_->reductions;
+  counters_->reduce_seconds += seconds;
   slot->folded += count;
   // Eager payloads the pass read go back to the transport; ones that came meanwhile wait.
   if (slot->dead || slot->pending.empty()) {
@@ -437,6 +450,7 @@ void ReduceComm::sendResults(const std::shared_ptr<Slot>& slot) {
   removeSlot({slot->sig.seq, slot->sig.chunk});
   slot->dead = true;
   ++chunks_served_;
+  countServed(slot->sig.seq);
   // Sends may complete inline (acks, small results): hold the buffer until all are posted.
   ++slot->sends;
   for (uint32_t r = 0; r < shape_.nranks; ++r) {
@@ -448,6 +462,7 @@ void ReduceComm::sendResults(const std::shared_ptr<Slot>& slot) {
     out.rank = r;
     carryReleased(r, &out);
     out.payload_bytes = gets_result ? slot->bytes : 0;
+    counters_->bytes_sent += out.payload_bytes;
     ++slot->sends;
     transport_->send(to, &out, sizeof out, gets_result ? result : nullptr, out.payload_bytes,
                      [slot](rdResult_t) {
@@ -481,109 +496,12 @@ void ReduceComm::removeSlot(const Key& key) {
   }
 }
 
-void ReduceComm::failOp(uint64_t seq, rdResult_t status, const std::string& reason) {
-  RD_LOG_INFO("reducer %s: comm %016llx operation %llu failed: %s", name_.c_str(),
-              static_cast<unsigned long long>(shape_.comm_id), static_cast<unsigned long long>(seq),
-              reason.c_str());
-  failed_ops_.insert(seq);
-  while (failed_ops_.size() > 4096) failed_ops_.erase(failed_ops_.begin());
-  last_op_failure_ = "operation " + std::to_string(seq) + " failed: " + reason;
-  for (auto& slot : slotsOf(seq)) discardSlot(slot);
-  signatures_.erase(seq);
-  landed_.erase(seq);  // its release round ends with it
-  wire::Header e = errorHeader(seq, status);
-  for (uint32_t r = 0; r < shape_.nranks; ++r) sendTo(r, e, "reducer " + name_ + ": " + reason);
-}
-
-void ReduceComm::fail(rdResult_t status, const std::string& reason) {
-  if (failed()) return;
-  failure_ = "reducer " + name_ + ": " + reason;
-  failed_at_ = Clock::now();
-  // A rank that leaves after an operation failed usually leaves because of it: say so, so that
-  // a rank that had not posted that operation yet still learns the root cause.
-  if (!last_op_failure_.empty()) failure_ += " (after " + last_op_failure_ + ")";
-  RD_LOG_INFO("%s", failure_.c_str());
-  for (auto& [key, slot] : slots_) dropSlot(slot);
-  slots_.clear();
-  slots_per_op_.clear();
-  signatures_.clear();
-  wire::Header e = errorHeader(wire::kSeqAllOps, status);
-  for (uint32_t r = 0; r < shape_.nranks; ++r) sendTo(r, e, failure_);
-}
-
-bool ReduceComm::failIfWaitingForLeft(const std::shared_ptr<Slot>& slot) {
-  for (uint32_t r = 0; r < shape_.nranks; ++r) {
-    if (left_[r] != 0 && wire::contributes(slot->geometry, slot->sig.chunk, r) &&
-        slot->seen[slot->indexOf(r)] == 0) {
-      failOp(slot->sig.seq, rdRemoteError,
-             "rank " + std::to_string(r) + " left the communicator before operation " +
-                 std::to_string(slot->sig.seq));
-      return true;
-    }
-  }
-  return false;
-}
-
-void ReduceComm::rankLeft(uint32_t rank) {
-  left_[rank] = 1;
-  ranks_[rank].conn = 0;
-  std::vector<std::shared_ptr<Slot>> open;
-  for (auto& [key, slot] : slots_) open.push_back(slot);
-  for (auto& slot : open) {
-    if (!slot->dead) failIfWaitingForLeft(slot);
-  }
-}
-
-void ReduceComm::checkTimeouts(Clock::time_point now) {
-  for (auto& [key, slot] : slots_) {
-    if (slot->deadline > now) continue;
-    std::vector<uint32_t> missing;
-    for (uint32_t r = 0; r < shape_.nranks; ++r) {
-      // A frozen sender's header may be here while its data never arrives: count only data.
-      if (wire::contributes(slot->geometry, key.second, r) && slot->landed[slot->indexOf(r)] == 0 &&
-          !isDone(key.first, r)) {
-        missing.push_back(r);
-      }
-    }
-    failOp(key.first, rdTimeout,
-           namedRanks(missing) + " did not deliver chunk " + std::to_string(key.second) +
-               " of operation " + std::to_string(key.first) + " within " +
-               std::to_string(timeout_ms_) + " ms");
-    return;  // failOp changed slots_; the next tick looks again
-  }
-}
-
-void ReduceComm::heartbeat(Clock::time_point now) {
-  if (heartbeat_ms_ == 0 || shape_.epoch == 0 || failed()) return;
-  const auto period = std::chrono::milliseconds(heartbeat_ms_);
-  if (now - heartbeat_sent_ >= period / 4) {
-    heartbeat_sent_ = now;
-    wire::Header h =
-        wire::makeHeader(wire::MsgType::kHeartbeat, shape_.comm_id, shape_.epoch, 0, shape_.nranks);
-    for (uint32_t r = 0; r < shape_.nranks; ++r) sendTo(r, h);
-  }
-  for (uint32_t r = 0; r < shape_.nranks; ++r) {
-    if (ranks_[r].conn == 0 || left_[r] != 0 || now - ranks_[r].last_heard < period) continue;
-    auto silent_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(now - ranks_[r].last_heard).count();
-    fail(rdTimeout, "rank " + std::to_string(r) + " sent nothing for " + std::to_string(silent_ms) +
-                        " ms (LIBREDUCE_HEARTBEAT_MS " + std::to_string(heartbeat_ms_) +
-                        "): it is frozen, or the network to it is down");
-    return;
-  }
-}
-
-bool ReduceComm::resume(uint32_t rank, uint64_t seq) {
-  resumed_.resize(shape_.nranks, 0);
-  if (resumed_[rank] == 0) first_seq_ = std::max(first_seq_, seq);
-  resumed_[rank] = 1;
-  return !waitingForResume();
-}
-
-bool ReduceComm::waitingForResume() const {
-  if (!rejoining_) return false;
-  return resumed_.size() < shape_.nranks ||
-         std::any_of(resumed_.begin(), resumed_.end(), [](uint8_t r) { return r == 0; });
+void ReduceComm::countServed(uint64_t seq) {
+  // An operation counts once, with its first chunk served here; operations end roughly in
+  // order, so the recent ones are enough to tell.
+  if (!served_ops_.insert(seq).second) return;
+  ++counters_->ops_served;
+  while (served_ops_.size() > kServedOpsRemembered) served_ops_.erase(served_ops_.begin());
 }
 
 }  // namespace rd::server

@@ -31,6 +31,17 @@ std::string namedRanks(const std::vector<uint32_t>& ranks);
 /** A reduction of at least this many destination bytes runs on the executor. */
 constexpr size_t kOffloadBytes = 256 << 10;
 
+/** What a reducer's communicators did, summed over all of them (its metrics). Progress thread. */
+struct ReducerCounters {
+  uint64_t chunks_received = 0;  // contributions taken
+  uint64_t bytes_received = 0;   // their payload bytes
+  uint64_t bytes_sent = 0;       // result payload bytes sent, every rank's
+  uint64_t ops_served = 0;       // operations with a chunk served here
+  uint64_t ops_failed = 0;
+  uint64_t reductions = 0;  // reduction passes
+  double reduce_seconds = 0;
+};
+
 struct RankLink {
   transport::ConnId conn = 0;         // contributions, control and errors; 0 once gone
   transport::ConnId result_conn = 0;  // results (the rank's result channel); 0 until joined
@@ -45,10 +56,12 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
    * @p heartbeat_ms: the period of heartbeats each way (limits::heartbeatPeriodMs); 0 none.
    * @p state_bytes: what the server reserved in @p pool for this communicator's own state
    * (quota.h), given back when it ends; @p quota_bytes: the most it may hold, that included.
+   * @p counters: where it counts what it does (shared by the reducer's communicators).
    */
   ReduceComm(const wire::CommShape& shape, uint32_t timeout_ms, uint32_t heartbeat_ms,
              uint16_t flags, transport::Transport* transport, BufferPool* pool, Executor* executor,
-             std::string reducer_name, uint64_t state_bytes, uint64_t quota_bytes);
+             std::string reducer_name, uint64_t state_bytes, uint64_t quota_bytes,
+             std::shared_ptr<ReducerCounters> counters = nullptr);
   ~ReduceComm();
 
   enum class Outcome { kAccepted, kNeedMemory, kBadFrame };
@@ -165,7 +178,9 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   void reduceNext(const std::shared_ptr<Slot>& slot);
   // A reduction of @p count contributions ended (progress thread).
   void afterReduce(const std::shared_ptr<Slot>& slot, uint32_t count, rdResult_t status,
-                   const std::string& error);
+                   const std::string& error, double seconds);
+  // Counts operation @p seq as served, once.
+  void countServed(uint64_t seq);
   void sendResults(const std::shared_ptr<Slot>& slot);
   // Sends the result once every contributor's frame is here (or that rank completed the
   // operation) and no reduction runs: the held result if one came, else the reduction's.
@@ -196,6 +211,9 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   uint64_t state_bytes_;
   uint64_t quota_bytes_;
   std::shared_ptr<uint64_t> held_;  // shared with its slots
+  std::shared_ptr<ReducerCounters> counters_;
+  std::set<uint64_t> served_ops_;  // recent operations counted as served
+  static constexpr size_t kServedOpsRemembered = 1024;
   std::vector<RankLink> ranks_;
   std::string failure_;
   Clock::time_point failed_at_{};

@@ -5,10 +5,10 @@
 //   reduce-server --listen HOST:PORT [--threads N] [--lanes N] [--memory-limit SIZE]
 //                 [--secret-file PATH | --pool-secret-file PATH] [--insecure]
 //                 [--max-communicators N] [--max-ranks N] [--comm-memory-percent P]
-//                 [--log-level LEVEL] [--ready-file PATH] [--bind-nic]
+//                 [--log-level LEVEL] [--ready-file PATH] [--bind-nic] [--metrics [HOST:]PORT]
 //
 // Ready line on stdout (one line, then the daemon stays quiet there), one address per lane:
-//   LIBREDUCE_REDUCER_READY address=HOST:PORT[,HOST:PORT...] pid=PID
+//   LIBREDUCE_REDUCER_READY address=HOST:PORT[,HOST:PORT...] pid=PID [metrics=HOST:PORT]
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -22,11 +22,13 @@
 
 #include "common/auth.h"
 #include "common/log.h"
+#include "common/metrics_endpoint.h"
 #include "common/settings.h"
 #include "common/status.h"
 #include "libreduce/config.h"
 #include "reduction_server/binding.h"
 #include "reduction_server/lanes.h"
+#include "reduction_server/reducer_metrics.h"
 #include "transport/transport.h"
 
 namespace {
@@ -40,6 +42,7 @@ struct Flags {
   std::string max_communicators;
   std::string max_ranks;
   std::string comm_memory_percent;
+  std::string metrics;
   std::string memory_limit = "1G";
   std::string secret_file;
   std::string pool_secret_file;
@@ -75,6 +78,8 @@ void usage(FILE* out) {
       "$LIBREDUCE_READY_FILE,\n"
       "                         where reducectl asks a custom reducer, or a container, for it)\n"
       "  --bind-nic             bind threads and memory near the listening NIC (hwloc)\n"
+      "  --metrics [HOST:]PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
+      "                         (HOST defaults to 127.0.0.1; port 0: any free port)\n"
       "  --version              print the version and exit\n"
       "Without a secret any process that reaches the address can join, so a reducer listening\n"
       "beyond loopback refuses to start without one unless --insecure (docs/security.md).\n");
@@ -110,6 +115,8 @@ int parse(int argc, char** argv, Flags* f) {
       ok = value(&f->max_ranks);
     else if (a == "--comm-memory-percent")
       ok = value(&f->comm_memory_percent);
+    else if (a == "--metrics")
+      ok = value(&f->metrics);
     else if (a == "--secret-file")
       ok = value(&f->secret_file);
     else if (a == "--pool-secret-file")
@@ -268,8 +275,24 @@ int main(int argc, char** argv) {
                                       &server) != rdSuccess) {
     return fail("cannot start: %s", rd::lastError().c_str());
   }
+  std::unique_ptr<rd::metrics::Endpoint> metrics;
+  if (!f.metrics.empty()) {
+    std::string host;
+    uint16_t port = 0;
+    rd::server::ReducerLanes* served = server.get();
+    auto render = [served] {
+      std::vector<rd::server::ServerStats> stats;
+      for (size_t i = 0; i < served->size(); ++i) stats.push_back(served->lane(i).stats());
+      return rd::server::renderReducerMetrics(stats);
+    };
+    if (rd::metrics::parseListenAddress(f.metrics, &host, &port) != rdSuccess ||
+        rd::metrics::Endpoint::start(host, port, render, &metrics) != rdSuccess) {
+      return fail("--metrics: %s", rd::lastError().c_str());
+    }
+  }
   std::string ready =
       "LIBREDUCE_REDUCER_READY address=" + server->addresses() + " pid=" + std::to_string(getpid());
+  if (metrics) ready += " metrics=" + metrics->address();
   if (!f.ready_file.empty()) {
     std::string tmp = f.ready_file + ".tmp";
     std::ofstream(tmp) << ready << "\n";
@@ -287,6 +310,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "LIBREDUCE_REDUCER_SERVED lane=%zu chunks=%llu\n", i,
                  static_cast<unsigned long long>(server->lane(i).stats().chunks_served_total));
   }
+  metrics.reset();  // its scrapes read the lanes
   server.reset();
   // What serving cost, from the process's own accounting (benchmarks put it per GB reduced).
   rusage usage{};

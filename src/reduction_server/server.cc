@@ -101,6 +101,25 @@ ServerStats ReductionServer::stats() {
     s.chunks_served_total = chunks_served_by_ended_ + s.chunks_served;
     s.joins_refused = joins_refused_;
     s.comms_failed = comms_failed_;
+    s.memory_limit = pool_.limit();
+    s.refused_authentication = refused_authentication_;
+    s.refused_memory = refused_memory_;
+    s.refused_usage = refused_usage_;
+    s.connections_failed = connections_failed_;
+    s.rejoins = rejoins_;
+    s.totals = *counters_;
+    for (auto& [id, comm] : comms_) {
+      CommStats c;
+      c.comm_id = id;
+      c.ranks = comm->shape().nranks;
+      c.connections = comm->joined;
+      c.open_chunks = comm->slotCount();
+      c.memory_bytes = comm->memoryHeld();
+      c.failed = comm->failed();
+      auto queue = waiting_.find(id);
+      c.waiting = queue == waiting_.end() ? 0 : queue->second.items.size();
+      s.comms.push_back(c);
+    }
     return rdSuccess;
   });
   return s;
@@ -114,6 +133,9 @@ void ReductionServer::onAccept(transport::ConnId conn, const std::string& peer) 
 void ReductionServer::reject(transport::ConnId conn, const wire::Header& h, rdResult_t status,
                              const std::string& reason) {
   ++joins_refused_;
+  ++(status == rdAuthFailed    ? refused_authentication_
+     : status == rdOutOfMemory ? refused_memory_
+                               : refused_usage_);
   RD_LOG_WARN("reducer %s: refused rank %u of comm %016llx from %s: %s", address_.c_str(), h.rank,
               static_cast<unsigned long long>(h.comm_id), transport_->peerName(conn).c_str(),
               reason.c_str());
@@ -296,7 +318,7 @@ std::shared_ptr<ReduceComm> ReductionServer::createComm(transport::ConnId conn, 
       std::clamp<uint32_t>(peer.body.timeout_ms, limits::kMinTimeoutMs, limits::kMaxTimeoutMs);
   auto comm = std::make_shared<ReduceComm>(
       shape, timeout, limits::heartbeatPeriodMs(peer.body.heartbeat_ms), flags, transport_.get(),
-      &pool_, executor_.get(), address_, state, share);
+      &pool_, executor_.get(), address_, state, share, counters_);
   comm->join_deadline = Clock::now() + std::chrono::milliseconds(timeout);
   const auth::Nonce random = auth::makeNonce();
   std::memcpy(&comm->drawn_id, random.data(), sizeof comm->drawn_id);
@@ -319,7 +341,10 @@ void ReductionServer::joinComm(transport::ConnId conn, Peer& peer) {
   if (it == comms_.end()) {
     comm = createComm(conn, peer, flags);
     if (!comm) return;
-    if (rejoin) comm->startRejoin();
+    if (rejoin) {
+      comm->startRejoin();
+      ++rejoins_;
+    }
   } else {
     comm = it->second;
     std::string problem;
@@ -401,93 +426,6 @@ void ReductionServer::finishJoin(ReduceComm& comm) {
               static_cast<unsigned long long>(comm.shape().comm_id), nranks);
 }
 
-void ReductionServer::onData(transport::ConnId conn, Peer& peer, const wire::Header& h,
-                             transport::Payload& p) {
-  // Contributions that need a new slot keep their arrival order behind their communicator's
-  // ones waiting for memory; one for a slot that exists needs none and goes in at once: the
-  // slot's memory comes back only when its last contribution lands (queued behind, the two would
-  // wait for each other for ever).
-  const uint64_t id = peer.comm->shape().comm_id;
-  auto queue = waiting_.find(id);
-  const bool behind = queue != waiting_.end() && !queue->second.items.empty();
-  std::string why;
-  auto outcome = behind && !peer.comm->hasSlot(h)
-                     ? ReduceComm::Outcome::kNeedMemory
-                     : peer.comm->contribute(h, peer.hello.rank, p, &why);
-  if (outcome == ReduceComm::Outcome::kBadFrame) {
-    dropPeer(conn, Drop::kFailed, "bad data frame: " + why);
-    return;
-  }
-  if (outcome != ReduceComm::Outcome::kNeedMemory) return;
-  WaitQueue& waiting = waiting_[id];
-  // Each waiting contribution is a chunk in some rank's window: more breaks the protocol. The
-  // eager ones hold the transport's memory, bounded too (quota.h).
-  const wire::CommShape& shape = peer.comm->shape();
-  const uint64_t held = p.keepsData() ? p.size() : 0;
-  const uint64_t share = pool_.limit() * options_.quota.memory_percent / 100;
-  if (waiting.items.size() >= maxOpenChunks(shape.nranks) ||
-      waiting.held_bytes + held >
-          maxWaitingEagerBytes(shape.nranks, shape.max_chunk_bytes, share)) {
-    dropPeer(conn, Drop::kFailed,
-             std::to_string(waiting.items.size()) + " contributions (" +
-                 std::to_string(waiting.held_bytes) +
-                 " bytes) wait for memory already: more than the ranks' windows allow");
-    return;
-  }
-  waiting.items.push_back(Waiting{conn, h, std::move(p), held});
-  waiting.held_bytes += held;
-  ++waited_for_memory_;
-}
-
-void ReductionServer::drainWaiting() {
-  // Memory freed goes round the communicators that wait: each makes at most one new slot per
-  // round, starting after the one served last, so one job's backlog never holds up another's.
-  bool made_one = true;
-  while (made_one && !waiting_.empty()) {
-    made_one = false;
-    auto it = waiting_.upper_bound(turn_);
-    for (size_t n = waiting_.size(); n > 0; --n) {
-      if (it == waiting_.end()) it = waiting_.begin();
-      if (drainTurn(it->second)) {
-        made_one = true;
-        turn_ = it->first;
-      }
-      it = it->second.items.empty() ? waiting_.erase(it) : std::next(it);
-    }
-  }
-}
-
-bool ReductionServer::drainTurn(WaitQueue& queue) {
-  bool made_slot = false;
-  bool blocked = false;
-  std::vector<transport::ConnId> bad;
-  std::string why;
-  for (auto w = queue.items.begin(); w != queue.items.end();) {
-    auto it = peers_.find(w->conn);
-    if (it == peers_.end() || it->second.state != Peer::State::kJoined) {
-      queue.remove(&w);
-      continue;
-    }
-    ReduceComm& comm = *it->second.comm;
-    const bool new_slot = !comm.hasSlot(w->header);
-    if (new_slot && (blocked || made_slot)) {
-      ++w;
-      continue;
-    }
-    auto outcome = comm.contribute(w->header, it->second.hello.rank, w->payload, &why);
-    if (outcome == ReduceComm::Outcome::kNeedMemory) {
-      blocked = true;
-      ++w;
-      continue;
-    }
-    if (outcome == ReduceComm::Outcome::kBadFrame) bad.push_back(w->conn);
-    made_slot = made_slot || (new_slot && outcome == ReduceComm::Outcome::kAccepted);
-    queue.remove(&w);
-  }
-  for (transport::ConnId conn : bad) dropPeer(conn, Drop::kFailed, "bad data frame: " + why);
-  return made_slot;
-}
-
 void ReductionServer::onFailure(transport::ConnId conn, const std::string& reason) {
   dropPeer(conn, Drop::kFailed, reason);
 }
@@ -497,6 +435,7 @@ void ReductionServer::dropPeer(transport::ConnId conn, Drop cause, const std::st
   if (it == peers_.end()) return;
   Peer peer = std::move(it->second);
   peers_.erase(it);
+  if (cause == Drop::kFailed && peer.state != Peer::State::kClosing) ++connections_failed_;
   transport_->close(conn);
   if (auto queue = waiting_.find(peer.hello.comm_id); queue != waiting_.end()) {
     WaitQueue& q = queue->second;

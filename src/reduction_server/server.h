@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/auth.h"
 #include "common/executor.h"
@@ -37,6 +38,17 @@ struct ServerOptions {
   Quota quota;  // what one communicator may hold (quota.h)
 };
 
+/** One communicator as the reducer's metrics show it. */
+struct CommStats {
+  uint64_t comm_id = 0;
+  uint32_t ranks = 0;
+  uint32_t connections = 0;  // of its ranks' connections, joined
+  size_t open_chunks = 0;
+  uint64_t memory_bytes = 0;  // held: state, chunk buffers, bookkeeping
+  size_t waiting = 0;         // contributions waiting for memory
+  bool failed = false;
+};
+
 struct ServerStats {
   size_t communicators = 0;
   size_t connections = 0;
@@ -49,6 +61,16 @@ struct ServerStats {
   uint64_t chunks_served_total = 0;  // since start, by every communicator
   uint64_t joins_refused = 0;        // since start: bad secret, mismatched settings, ...
   uint64_t comms_failed = 0;         // since start
+  uint64_t memory_limit = 0;
+  // Joins refused since start, by cause: a wrong key, memory (the quota or the pool), usage
+  // (settings that differ between ranks, too many ranks, ...).
+  uint64_t refused_authentication = 0;
+  uint64_t refused_memory = 0;
+  uint64_t refused_usage = 0;
+  uint64_t connections_failed = 0;  // closed since start for a failure (protocol, loss, timeout)
+  uint64_t rejoins = 0;             // communicators admitted as a replacement reducer
+  ReducerCounters totals;           // what every communicator did since start
+  std::vector<CommStats> comms;     // each communicator here now
 };
 
 class ReductionServer {
@@ -137,6 +159,12 @@ class ReductionServer {
   std::map<uint64_t, WaitQueue> waiting_;
   uint64_t turn_ = 0;
   uint64_t comms_failed_ = 0;
+  uint64_t refused_authentication_ = 0;
+  uint64_t refused_memory_ = 0;
+  uint64_t refused_usage_ = 0;
+  uint64_t connections_failed_ = 0;
+  uint64_t rejoins_ = 0;
+  std::shared_ptr<ReducerCounters> counters_ = std::make_shared<ReducerCounters>();
   uint32_t next_epoch_ = 1;
   uint64_t joins_refused_ = 0;
   uint64_t waited_for_memory_ = 0;

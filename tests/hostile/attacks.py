@@ -126,6 +126,8 @@ def repeat(send_once):
                     what = send_once(sock)
             except OSError as e:
                 what = f"connect error {e.errno}"
+            except ValueError:
+                what = "answered a non-bootstrap frame"
             outcomes[what] = outcomes.get(what, 0) + 1
         return ", ".join(f"{k} x{v}" for k, v in sorted(outcomes.items()))
     return attack
@@ -249,20 +251,35 @@ HANDSHAKE_ATTACKS = {
     "replayed handshake": ({"captured", "refused"}, {"no challenge"}),
 }
 # The bootstrap holds at most this many unauthenticated connections (LIBREDUCE_BOOTSTRAP_PENDING's
-# default) and closes the oldest beyond it.
+# default) and closes the oldest beyond it; the metrics endpoint holds this many clients.
 BOOTSTRAP_PENDING = 256
+METRICS_CLIENTS = 32
+
+
+def scrapes(address: str) -> bool:
+    """True when the metrics endpoint at host:port answers a scrape with 200."""
+    host, _, port = address.rpartition(":")
+    try:
+        with connect(host, int(port)) as sock:
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: reducer\r\n\r\n")
+            sock.settimeout(CONNECT_TIMEOUT_S)
+            return sock.recv(12).startswith(b"HTTP/1.1 200")
+    except OSError:
+        return False
 
 
 def unexpected(name: str, kind: str, owner: str, outcome: str) -> list[str]:
-    """The parts of an attack's outcome a port of `kind` ("bootstrap" or "ucx") must never give:
-    an answer to garbage, a challenge on a UCX port, a forged proof accepted, an idle flood held
-    beyond the bootstrap's bound. [] when it answered as it must."""
+    """The parts of an attack's outcome a port of `kind` ("bootstrap", "ucx" or "metrics") must
+    never give: an answer to garbage (the metrics endpoint's HTTP errors aside), a challenge on
+    a UCX port, a forged proof accepted, an idle flood held beyond the port's bound. [] when it
+    answered as it must."""
     if name.endswith("idle connections"):
         opened, _, rest = outcome.partition(" opened, ")
         closed = int(rest.split(", ")[1].split()[0]) if ", " in rest else 0
-        if kind == "bootstrap" and closed < int(opened) - BOOTSTRAP_PENDING:
-            return [f"only {closed} of {opened} idle connections closed (at most "
-                    f"{BOOTSTRAP_PENDING} may wait)"]
+        bound = {"bootstrap": BOOTSTRAP_PENDING, "metrics": METRICS_CLIENTS}.get(kind)
+        if bound is not None and closed < int(opened) - bound:
+            return [f"only {closed} of {opened} idle connections closed (at most {bound} may "
+                    f"wait)"]
         return []
     if name.endswith("connect/close"):
         return [] if outcome.endswith(" 0 failed") else [outcome]
@@ -272,8 +289,13 @@ def unexpected(name: str, kind: str, owner: str, outcome: str) -> list[str]:
         allowed = set(bootstrap if kind == "bootstrap" else ucx)
     if owner == "worker":
         allowed |= WORKER_GONE | {"closed", "no challenge"}
+    if kind == "metrics":
+        # An HTTP endpoint: garbage gets an HTTP error, or is held until its 2 s deadline; a
+        # bootstrap hello is no HTTP request.
+        allowed = GARBAGE | {"held open", "no challenge", "truncated auth sent"}
     kinds = [part.rsplit(" x", 1)[0] for part in outcome.split(", ") if part]
-    return [k for k in kinds if k not in allowed]
+    return [k for k in kinds if k not in allowed
+            and not (kind == "metrics" and k.startswith("answered "))]
 
 
 def all_attacks(secret: bytes) -> list[tuple[str, object]]:

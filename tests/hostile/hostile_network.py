@@ -100,6 +100,7 @@ class Suite:
         self.reducer: subprocess.Popen | None = None
         self.reducer_log = work / "reducer.log"
         self.address = ""
+        self.metrics = ""  # the reducer's Prometheus endpoint
 
     # --- processes ------------------------------------------------------------------------
     def start_reducer(self):
@@ -107,10 +108,11 @@ class Suite:
         self.reducer = subprocess.Popen(
             [str(self.reduce_server), "--listen", f"{HOST}:0",
              "--secret-file", str(self.secret_file), "--memory-limit", f"{MEMORY_LIMIT_MB}M",
-             "--ready-file", str(ready)],
+             "--ready-file", str(ready), "--metrics", f"{HOST}:0"],
             stdout=subprocess.DEVNULL, stderr=open(self.reducer_log, "wb"))
         text = wait_for(lambda: ready.exists() and ready.read_text(), WAIT_S, "the reducer")
         self.address = re.search(r"address=(\S+)", text).group(1)
+        self.metrics = re.search(r"metrics=(\S+)", text).group(1)
 
     def reducer_alive(self) -> bool:
         return self.reducer is not None and self.reducer.poll() is None
@@ -170,6 +172,9 @@ class Suite:
     def classify(self, pid: int, owner: str) -> list[Port]:
         ports = []
         for host, port in listening_ports(pid):
+            if owner == "reducer" and f"{host}:{port}" == self.metrics:
+                ports.append(Port(owner, "metrics", port))
+                continue
             kind = "bootstrap" if attacks.is_bootstrap_port(host, port, SECRET) else "ucx"
             ports.append(Port(owner, kind, port))
         return ports
@@ -217,8 +222,9 @@ def attack_every_port(suite: Suite, failures: list[str], args) -> tuple[list[tup
     """Every input on every port, each during a verified job; rows for the table."""
     started = time.monotonic()
     reducer_ports = suite.classify(suite.reducer.pid, "reducer")
-    if sorted({p.kind for p in reducer_ports}) != ["bootstrap", "ucx"]:
-        failures.append(f"expected a bootstrap and a UCX port on the reducer, saw {reducer_ports}")
+    if sorted({p.kind for p in reducer_ports}) != ["bootstrap", "metrics", "ucx"]:
+        failures.append(f"expected a bootstrap, a metrics and a UCX port on the reducer, saw "
+                        f"{reducer_ports}")
     baseline = [suite.run_job() for _ in range(3)]
     failures += ["undisturbed job: " + b["why"] for b in baseline if not b["ok"]]
     base_time = statistics.median(b["time"] for b in baseline)
@@ -235,6 +241,8 @@ def attack_every_port(suite: Suite, failures: list[str], args) -> tuple[list[tup
             alive = suite.reducer_alive()
             rss = peak_rss_mb(suite.reducer.pid) if alive else float("nan")
             wrong_answers = attacks.unexpected(name, target.kind, target.owner, r["outcome"])
+            if target.kind == "metrics" and not attacks.scrapes(suite.metrics):
+                wrong_answers.append("no scrape answered after it")
             passed = r["ok"] and alive and rss <= memory_cap and not wrong_answers
             rows.append((name, target.label, "survived" if passed else "FAILED", r["outcome"],
                          r["time"], r["time"] / base_time, rss))
@@ -282,7 +290,7 @@ def run(args) -> int:
         print("FAILED:", f)
     # The listen-address check, every (input, port) case, the refusal log check; in CTest's shape
     # for scripts/test.sh's totals.
-    cases = 1 if args.ports_only else 2 + len(attacks.all_attacks(SECRET)) * 4
+    cases = 1 if args.ports_only else 2 + len(attacks.all_attacks(SECRET)) * 5
     print(f"hostile_network: {min(len(failures), cases)} tests failed out of {cases} (0 skipped)")
     if failures:
         print(f"hostile_network: logs kept in {work}")

@@ -92,20 +92,23 @@ class Reducers:
         self.tmp_path = tmp_path
         self.procs = []
         self.addresses = []
+        self.metrics = []  # each reducer's metrics endpoint, when started with --metrics
         self.secret_file = tmp_path / "secret"
         self.secret_file.write_text(secrets.token_hex(16) + "\n")
         self.secret_file.chmod(0o600)
 
-    def start(self, count, secret_file=None):
+    def start(self, count, secret_file=None, flags=()):
         for _ in range(count):
             proc = subprocess.Popen(
                 [str(REDUCE_SERVER), "--listen", "127.0.0.1:0", "--secret-file",
-                 str(secret_file or self.secret_file), "--memory-limit", "256M"],
+                 str(secret_file or self.secret_file), "--memory-limit", "256M", *flags],
                 stdout=subprocess.PIPE, text=True)
             self.procs.append(proc)
             line = proc.stdout.readline()  # the ready line, or "" if it died
             assert line.startswith("LIBREDUCE_REDUCER_READY"), "reduce-server did not start"
             self.addresses.append(line.split("address=")[1].split()[0])
+            if " metrics=" in line:
+                self.metrics.append(line.split(" metrics=")[1].split()[0])
         return ",".join(self.addresses)
 
     def kill(self, index):

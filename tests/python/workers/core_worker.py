@@ -8,6 +8,8 @@ compressed   float32 all-reduce with LIBREDUCE_WIRE_DTYPE=bf16 and LIBREDUCE_DET
              the environment: the bits of the float32 sum (rank order) of the inputs rounded to
              bfloat16, rounded once; prints "COMPRESSED OK".
 join         only joins, then closes; prints "JOINED" (or the exception's class and message).
+sums N K     K float32 all-reduces of N elements, each checked; prints "SUMS OK" (a known amount
+             of traffic: the metrics tests count it).
 """
 
 import sys
@@ -88,6 +90,15 @@ def compressed(comm):
     print("COMPRESSED OK")
 
 
+def sums(comm, count, iters):
+    rank, size = comm.rank, comm.size
+    for i in range(iters):
+        a = np.full(count, rank + i, dtype=np.float32)
+        comm.all_reduce(a)
+        assert np.all(a == size * i + size * (size - 1) // 2), a[:4]
+    print("SUMS OK")
+
+
 def main():
     try:
         comm = libreduce.Communicator.from_env()
@@ -99,6 +110,8 @@ def main():
             collectives(comm)
         elif sys.argv[1] == "compressed":
             compressed(comm)
+        elif sys.argv[1] == "sums":
+            sums(comm, int(sys.argv[2]), int(sys.argv[3]))
         else:
             print("JOINED")
 
