@@ -64,6 +64,7 @@ ServerStats sum(const std::vector<ServerStats>& lanes, std::vector<CommStats>* c
     t.refused_usage += s.refused_usage;
     t.connections_failed += s.connections_failed;
     t.rejoins += s.rejoins;
+    t.handshakes_refused += s.handshakes_refused;
     t.totals.chunks_received += s.totals.chunks_received;
     t.totals.bytes_received += s.totals.bytes_received;
     t.totals.bytes_sent += s.totals.bytes_sent;
@@ -165,6 +166,9 @@ std::string renderReducerMetrics(const std::vector<ServerStats>& lanes) {
              d(t.refused_authentication));
   out.sample("libreduce_reducer_joins_refused_total", {{"cause", "memory"}}, d(t.refused_memory));
   out.sample("libreduce_reducer_joins_refused_total", {{"cause", "usage"}}, d(t.refused_usage));
+  one(&out, "libreduce_reducer_handshakes_refused_total", "counter",
+      "Connections the bootstrap handshake refused: a wrong or missing key, garbage.",
+      d(t.handshakes_refused));
   one(&out, "libreduce_reducer_rejoins_total", "counter",
       "Communicators admitted here as a replacement for a reducer they lost (failover).",
       d(t.rejoins));

@@ -107,6 +107,7 @@ ServerStats ReductionServer::stats() {
     s.refused_usage = refused_usage_;
     s.connections_failed = connections_failed_;
     s.rejoins = rejoins_;
+    s.handshakes_refused = transport_->handshakesRefused();
     s.totals = *counters_;
     for (auto& [id, comm] : comms_) {
       CommStats c;

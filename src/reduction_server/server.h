@@ -69,6 +69,7 @@ struct ServerStats {
   uint64_t refused_usage = 0;
   uint64_t connections_failed = 0;  // closed since start for a failure (protocol, loss, timeout)
   uint64_t rejoins = 0;             // communicators admitted as a replacement reducer
+  uint64_t handshakes_refused = 0;  // connections the bootstrap handshake refused
   ReducerCounters totals;           // what every communicator did since start
   std::vector<CommStats> comms;     // each communicator here now
 };

@@ -126,6 +126,9 @@ class Transport {
   /** The peer address of @p conn, "" if unknown. */
   virtual std::string peerName(ConnId conn) const = 0;
 
+  /** Connections its listeners refused in the handshake (a wrong key, garbage), so far. */
+  virtual uint64_t handshakesRefused() const { return 0; }
+
   /** Registers memory for repeated transfers; release with deregisterMemory. */
   virtual rdResult_t registerMemory(void* ptr, size_t len, MemRegion* region) = 0;
   virtual void deregisterMemory(MemRegion region) = 0;

@@ -69,7 +69,7 @@ def test_counters_equal_what_the_job_moved(reducers):
     assert value(after, "libreduce_reducer_communicators") == 0  # the job ended and left
 
 
-def test_refusals_are_counted_by_cause(reducers):
+def test_refusals_are_counted_by_cause(reducers, tmp_path):
     addresses = reducers.start(1, flags=["--metrics", "0"])  # a bare port: loopback
     assert reducers.metrics[0].startswith("127.0.0.1:")
     # 2 ranks x 64 MiB chunks and their state exceed a communicator's half of 256 MiB.
@@ -81,6 +81,16 @@ def test_refusals_are_counted_by_cause(reducers):
     assert value(found, "libreduce_reducer_joins_refused_total", cause="memory") >= 1
     assert value(found, "libreduce_reducer_joins_refused_total", cause="authentication") == 0
     assert value(found, "libreduce_reducer_chunks_received_total") == 0
+    # A wrong key is refused by the handshake, before any join.
+    wrong = tmp_path / "wrong"
+    wrong.write_text("not-the-secret\n")
+    wrong.chmod(0o600)
+    results = run_ranks("core_worker.py", 2, ["join"], reducers=addresses, secret_file=wrong,
+                        timeout=60)
+    assert all("AuthError" in out for _, out in results), results
+    found = samples(scrape(reducers.metrics[0]))
+    assert value(found, "libreduce_reducer_handshakes_refused_total") >= 1
+    assert value(found, "libreduce_reducer_joins_refused_total", cause="authentication") == 0
 
 
 def request(address, raw, read=True):
