@@ -255,6 +255,9 @@ class Communicator {
   void reapFinished();
   // Completes @p request with the communicator's failure, if it has failed (progress thread).
   bool completeIfFailed(Request& request);
+  // With LIBREDUCE_METRICS: the collective's time and size go to the process's metrics when
+  // @p request completes (worker_metrics.h).
+  void recordWhenComplete(const OpDesc& desc, Request* request) const;
   std::vector<std::shared_ptr<Operation>> snapshot() const;
   int linkOf(transport::ConnId conn) const;
   /**

@@ -57,6 +57,12 @@ class Request {
     return source_;
   }
 
+  /** The outcome so far (rdInProgress until complete()), without reporting it. */
+  rdResult_t outcome() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return status_;
+  }
+
   /** When complete() recorded the outcome (meaningful once test() says it is done). */
   std::chrono::steady_clock::time_point completedAt() {
     std::lock_guard<std::mutex> lock(mu_);

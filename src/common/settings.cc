@@ -412,6 +412,28 @@ constexpr Setting kTable[] = {
      .max = kUnbounded,
      .choices = {},
      .has_auto = true},
+    {.id = Id::kMetrics,
+     .name = "metrics",
+     .env = "LIBREDUCE_METRICS",
+     .kind = Kind::kString,
+     .default_value = "",
+     .description = "Where this process exports per-collective Prometheus metrics "
+                    "(docs/observability.md): [HOST:]PORT serves them at /metrics (HOST "
+                    "defaults to 127.0.0.1), a directory gets a textfile per process for "
+                    "node_exporter. Empty: none.",
+     .min = 0,
+     .max = kUnbounded,
+     .choices = {}},
+    {.id = Id::kMetricsIntervalMs,
+     .name = "metrics_interval_ms",
+     .env = "LIBREDUCE_METRICS_INTERVAL_MS",
+     .kind = Kind::kInt,
+     .default_value = "10000",
+     .description = "How often the metrics textfile (LIBREDUCE_METRICS=DIR) is rewritten; it is "
+                    "written at exit too.",
+     .min = 100,
+     .max = 3600000,
+     .choices = {}},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Id::kCount), "one row per settings::Id");
 

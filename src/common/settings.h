@@ -49,6 +49,8 @@ enum class Id : int {
   kNcclTuner,
   kNcclCollNetLatencyUs,
   kNcclChunkBytes,
+  kMetrics,
+  kMetricsIntervalMs,
   kCount
 };
 
