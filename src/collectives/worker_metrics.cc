@@ -70,13 +70,12 @@ const std::vector<double>& WorkerMetrics::secondsBounds() {
 }
 
 const std::vector<double>& WorkerMetrics::gbpsBounds() {
-  static const std::vector<double> bounds = {0.01, 0.03, 0.1, 0.3, 1,   3,    10,
-                                             30,   100,  300, 1000};
+  static const std::vector<double> bounds = {0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100, 300, 1000};
   return bounds;
 }
 
 WorkerMetrics* WorkerMetrics::get() {
-  static WorkerMetrics* const instance = [] () -> WorkerMetrics* {
+  static WorkerMetrics* const instance = []() -> WorkerMetrics* {
     const std::string where = settings::rawValue(settings::Id::kMetrics);
     if (where.empty()) return nullptr;
     int64_t interval_ms = 0;
@@ -121,7 +120,8 @@ rdResult_t WorkerMetrics::start(const std::string& where, int64_t interval_ms) {
   std::string host;
   uint16_t port = 0;
   RD_CHECK(metrics::parseListenAddress(where, &host, &port));
-  RD_CHECK(metrics::Endpoint::start(host, port, [this] { return render(); }, &endpoint_));
+  RD_CHECK(metrics::Endpoint::start(
+      host, port, [this] { return render(); }, &endpoint_));
   RD_LOG_INFO("metrics at http://%s/metrics", endpoint_->address().c_str());
   return rdSuccess;
 }
