@@ -281,4 +281,32 @@ std::string joinedOutput(const std::vector<Process*>& procs) {
   return s;
 }
 
+// The reducer's environment for a peak-RSS check. Under AddressSanitizer, freed memory waits in
+// a quarantine of 256 MiB by default before reuse; UCX allocates and frees every multi-fragment
+// eager message it reassembles, so the quarantine alone would fill past the limit checked here.
+#if defined(__SANITIZE_ADDRESS__)
+#define RD_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RD_TEST_ASAN 1
+#endif
+#endif
+std::map<std::string, std::string> rssCheckEnvironment() {
+#if defined(RD_TEST_ASAN)
+  const char* options = std::getenv("ASAN_OPTIONS");
+  std::string value = options != nullptr && *options != '\0' ? std::string(options) + ":" : "";
+  return {{"ASAN_OPTIONS", value + "quarantine_size_mb=8"}};
+#else
+  return {};
+#endif
+}
+
+bool underAddressSanitizer() {
+#if defined(RD_TEST_ASAN)
+  return true;
+#else
+  return false;
+#endif
+}
+
 }  // namespace rd::test

@@ -102,4 +102,13 @@ class Cluster {
 /** All output of @p procs joined, for failure messages. */
 std::string joinedOutput(const std::vector<Process*>& procs);
 
+/**
+ * The environment of a reducer whose peak RSS a test checks: under AddressSanitizer a small
+ * quarantine (freed memory otherwise waits in 256 MiB of it); nothing otherwise.
+ */
+std::map<std::string, std::string> rssCheckEnvironment();
+
+/** True in a build with AddressSanitizer (its shadow memory grows a process's RSS by 1/8). */
+bool underAddressSanitizer();
+
 }  // namespace rd::test

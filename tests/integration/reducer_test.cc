@@ -34,26 +34,6 @@ void expectAllPassed(Cluster& cluster, const std::vector<Process*>& workers, sec
   }
 }
 
-// The reducer's environment for a peak-RSS check. Under AddressSanitizer, freed memory waits in
-// a quarantine of 256 MiB by default before reuse; UCX allocates and frees every multi-fragment
-// eager message it reassembles, so the quarantine alone would fill past the limit checked here.
-#if defined(__SANITIZE_ADDRESS__)
-#define RD_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RD_TEST_ASAN 1
-#endif
-#endif
-std::map<std::string, std::string> rssCheckEnvironment() {
-#if defined(RD_TEST_ASAN)
-  const char* options = std::getenv("ASAN_OPTIONS");
-  std::string value = options != nullptr && *options != '\0' ? std::string(options) + ":" : "";
-  return {{"ASAN_OPTIONS", value + "quarantine_size_mb=8"}};
-#else
-  return {};
-#endif
-}
-
 // 1 GiB all-reduce across 4 workers through a reducer limited to 64 MiB.
 TEST(Reducer, MemoryStaysUnderItsLimitForAHugeAllReduce) {
   Cluster cluster;
