@@ -157,6 +157,8 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   Clock::time_point failedAt() const { return failed_at_; }
   /** Bytes this communicator holds: its state, its slots' buffers and bookkeeping. */
   uint64_t memoryHeld() const { return *held_; }
+  /** The most it may hold: its share of the reducer's memory (quota.h). */
+  uint64_t quotaBytes() const { return quota_bytes_; }
   size_t slotCount() const { return slots_.size(); }
   /** Chunks whose result (or acknowledgement) went out. */
   uint64_t chunksServed() const { return chunks_served_; }

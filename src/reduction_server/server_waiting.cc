@@ -31,10 +31,9 @@ void ReductionServer::onData(transport::ConnId conn, Peer& peer, const wire::Hea
   // eager ones hold the transport's memory, bounded too (quota.h).
   const wire::CommShape& shape = peer.comm->shape();
   const uint64_t held = p.keepsData() ? p.size() : 0;
-  const uint64_t share = pool_.limit() * options_.quota.memory_percent / 100;
   if (waiting.items.size() >= maxOpenChunks(shape.nranks) ||
       waiting.held_bytes + held >
-          maxWaitingEagerBytes(shape.nranks, shape.max_chunk_bytes, share)) {
+          maxWaitingEagerBytes(shape.nranks, shape.max_chunk_bytes, peer.comm->quotaBytes())) {
     dropPeer(conn, Drop::kFailed,
              std::to_string(waiting.items.size()) + " contributions (" +
                  std::to_string(waiting.held_bytes) +
