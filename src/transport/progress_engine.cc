@@ -46,6 +46,9 @@ class ProgressLoop {
   void halt();
   // Until the thread stopped after halt(), at most @p limit; false when it did not.
   bool waitHalted(std::chrono::milliseconds limit);
+  // Until nothing retired is left (each retiree ends by its own deadline), at most @p limit;
+  // false when something is. Any thread but the loop's.
+  bool waitRetired(std::chrono::milliseconds limit);
   bool onThread() const { return std::this_thread::get_id() == thread_id_.load(); }
   void setThread(std::thread::id id) { thread_id_ = id; }
 
@@ -86,6 +89,8 @@ class ProgressLoop {
   std::atomic<bool> halting_{false};
   bool halted_ = false;  // under posted_mu_: the thread has stopped for good
   std::condition_variable halted_cv_;
+  std::atomic<bool> retiring_{false};  // retirees_ is not empty; cleared under posted_mu_
+  std::condition_variable retired_cv_;
 
   std::mutex posted_mu_;
   std::vector<std::function<void()>> posted_;
@@ -157,6 +162,7 @@ void ProgressLoop::retire(std::unique_ptr<EventSource> source, Clock::time_point
     addSource(source.get());
   }
   retirees_.push_back(Retiree{std::move(source), deadline});
+  retiring_ = true;
 }
 
 void ProgressLoop::addTimer(Clock::time_point at, std::function<void()> fn) {
@@ -247,6 +253,11 @@ void ProgressLoop::reapRetirees(Clock::time_point now, bool all) {
     }
   }
   sources_.erase(std::remove(sources_.begin(), sources_.end(), nullptr), sources_.end());
+  if (retirees_.empty() && retiring_) {
+    std::lock_guard<std::mutex> lock(posted_mu_);
+    retiring_ = false;
+    retired_cv_.notify_all();
+  }
 }
 
 bool ProgressLoop::armAll() {
@@ -322,6 +333,11 @@ bool ProgressLoop::waitHalted(std::chrono::milliseconds limit) {
   return halted_cv_.wait_for(lock, limit, [this] { return halted_; });
 }
 
+bool ProgressLoop::waitRetired(std::chrono::milliseconds limit) {
+  std::unique_lock<std::mutex> lock(posted_mu_);
+  return retired_cv_.wait_for(lock, limit, [this] { return !retiring_ || halted_; });
+}
+
 void ProgressLoop::finishRetirees() {
   while (!retirees_.empty()) {
     auto now = Clock::now();
@@ -343,6 +359,9 @@ namespace {
 
 // How long exit waits for each progress thread to stop (one in a long callback is left).
 constexpr auto kExitHaltWait = std::chrono::milliseconds(2000);
+// How long exit waits for what communicators destroyed just before it still send (their last
+// messages, their close notices): each retiree also ends by its own deadline, sooner.
+constexpr auto kExitRetireWait = std::chrono::milliseconds(2000);
 
 // Every engine's loop in this process. At exit() no progress thread may still run: static
 // objects and UCX's own state are torn down under it (an NCCL plugin's engine lives until exit,
@@ -382,6 +401,11 @@ void haltProgressAtExit() {
     if (auto loop = weak.lock()) live.kept.push_back(std::move(loop));
   }
   live.loops.clear();
+  // Closes still under way finish first, so that peers hear a clean close rather than a lost
+  // connection, and nothing of UCX's is left half torn down.
+  for (const auto& loop : live.kept) {
+    if (!loop->onThread()) loop->waitRetired(kExitRetireWait);
+  }
   for (const auto& loop : live.kept) loop->halt();
   for (const auto& loop : live.kept) {
     if (!loop->onThread() && !loop->waitHalted(kExitHaltWait)) {

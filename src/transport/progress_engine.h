@@ -104,11 +104,13 @@ class ProgressEngine {
 };
 
 /**
- * Stops every progress thread of this process where it is, leaving what they drive as it is,
- * and waits (bounded) until they have. Runs at exit() (registered with the first engine): no
- * progress thread may still run while static objects and UCX's state are torn down, and a job
- * may exit with its communicators alive (the NCCL plugin's transport lives until exit). From
- * then on runSync fails at once and what is posted is dropped. Public for tests.
+ * Lets what was retired finish (the endpoint closes of communicators destroyed just before,
+ * each bounded by its own deadline), then stops every progress thread of this process where it
+ * is, leaving what they drive as it is, and waits (bounded) until they have. Runs at exit()
+ * (registered with the first engine): no progress thread may still run while static objects and
+ * UCX's state are torn down, and a job may exit with its communicators alive (the NCCL plugin's
+ * transport lives until exit). From then on runSync fails at once and what is posted is dropped.
+ * Public for tests.
  */
 void haltProgressAtExit();
 

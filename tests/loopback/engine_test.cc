@@ -156,9 +156,10 @@ TEST(ProgressEngine, ReleasedFromItsOwnThreadDoesNotDeadlock) {
   EXPECT_EQ(ran.get_future().wait_for(std::chrono::seconds(5)), std::future_status::ready);
 }
 
-// At exit every progress thread stops where it is: a retiree is neither finished nor
-// destroyed, nothing posted later runs, a runSync fails at once instead of waiting, and the
-// engine's owner can still let it go. In a child process, since the halt is process-wide.
+// At exit every progress thread stops where it is: a retiree that cannot finish within the
+// exit's wait is neither finished nor destroyed, nothing posted later runs, a runSync fails at
+// once instead of waiting, and the engine's owner can still let it go. In a child process,
+// since the halt is process-wide.
 void haltedEngineChild() {
   auto require = [](bool ok, const char* what) {
     if (ok) return;
@@ -188,9 +189,41 @@ void haltedEngineChild() {
   std::exit(0);
 }
 
-TEST(ProgressEngineDeathTest, HaltedAtExitLeavesEverythingAndWaitsForNothing) {
+TEST(ProgressEngineDeathTest, HaltedAtExitLeavesWhatCannotFinishAndWaitsForNothingAfter) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(haltedEngineChild(), ::testing::ExitedWithCode(0), "halted cleanly");
+}
+
+// A retiree still closing at exit (a communicator destroyed just before it, whose endpoints
+// still flush their last messages) finishes and is destroyed before the threads halt.
+void closingAtExitChild() {
+  struct SlowClose final : EventSource {
+    Clock::time_point done_at = Clock::now() + milliseconds(300);
+    std::atomic<bool>* destroyed = nullptr;
+    bool progress() override { return false; }
+    bool finished() const override { return Clock::now() >= done_at; }
+    ~SlowClose() override { *destroyed = true; }
+  };
+  auto engine = ProgressEngine::create(0);
+  std::atomic<bool> destroyed{false};
+  auto source = std::make_unique<SlowClose>();
+  source->destroyed = &destroyed;
+  engine->runSync([&] {
+    engine->retire(std::move(source), Clock::now() + std::chrono::seconds(30));
+    return rdSuccess;
+  });
+  haltProgressAtExit();
+  if (!destroyed) {
+    std::fprintf(stderr, "not so: the retiree was still closing when the threads halted\n");
+    std::exit(1);
+  }
+  std::fprintf(stderr, "closed before the halt\n");
+  std::exit(0);
+}
+
+TEST(ProgressEngineDeathTest, ClosesUnderWayAtExitFinishBeforeTheHalt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(closingAtExitChild(), ::testing::ExitedWithCode(0), "closed before the halt");
 }
 
 TEST(TransportFactory, UnknownNameIsRefusedWithTheKnownOnes) {
