@@ -4,6 +4,7 @@
 // fails every operation; the communicator reports it on every later call.
 #include "collectives/communicator.h"
 #include "common/log.h"
+#include "common/trace.h"
 
 namespace rd::coll {
 
@@ -74,6 +75,8 @@ void Communicator::failAll(rdResult_t status, const std::string& reason) {
       RD_LOG_INFO("%s", failure_.c_str());
     }
   }
+  // What led up to the failure can be read even if the process hangs or is killed next.
+  if (first) trace::flushIfOn();
   // A process that exits on this error cuts its connections: hold the error back until the
   // reducers have the cause, or the other ranks would only learn that this rank vanished.
   if (first && status != rdAborted && !destroying_) {

@@ -7,7 +7,6 @@
 #include "collectives/algorithms/registry.h"
 #include "collectives/host_address.h"
 #include "collectives/pipeline.h"
-#include "collectives/worker_metrics.h"
 #include "common/algorithm.h"
 #include "common/check.h"
 #include "common/dtype.h"
@@ -433,6 +432,7 @@ rdResult_t Communicator::postAs(const OpDesc& asked, rdAlgorithm_t algorithm,
   recordWhenComplete(desc, req.get());
   transport_->post([this, desc, req, entry] {
     uint64_t seq = next_seq_++;
+    req->setSeq(seq);
     if (completeIfFailed(*req)) return;
     auto op = entry->make(this, desc, seq, req);
     if (resumes_pending_ > 0 || !held_.empty()) {
@@ -442,26 +442,6 @@ rdResult_t Communicator::postAs(const OpDesc& asked, rdAlgorithm_t algorithm,
     startOp(op);
   });
   return rdSuccess;
-}
-
-void Communicator::recordWhenComplete(const OpDesc& desc, Request* request) const {
-  WorkerMetrics* metrics = WorkerMetrics::get();
-  if (metrics == nullptr) return;
-  static const char* const kNames[] = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast",
-                                       "Barrier"};  // NCCL's spelling
-  CollectiveRecord r;
-  r.comm_id = config_.comm_id;
-  r.nranks = config_.nranks;
-  r.collective = kNames[static_cast<int>(desc.coll)];
-  r.algorithm = desc.algorithm == rdAlgoRing ? "RING" : "RS";
-  r.bytes = desc.count * dtypeSize(desc.dtype);
-  const auto posted = Clock::now();
-  // The request runs this while it is alive (inside its complete()).
-  request->onComplete([metrics, r, posted, request]() mutable {
-    r.seconds = std::chrono::duration<double>(Clock::now() - posted).count();
-    r.ok = request->outcome() == rdSuccess;
-    metrics->record(r);
-  });
 }
 
 bool Communicator::completeIfFailed(Request& request) {

@@ -256,7 +256,8 @@ class Communicator {
   // Completes @p request with the communicator's failure, if it has failed (progress thread).
   bool completeIfFailed(Request& request);
   // With LIBREDUCE_METRICS: the collective's time and size go to the process's metrics when
-  // @p request completes (worker_metrics.h).
+  // @p request completes (worker_metrics.h); with LIBREDUCE_TRACE, its spans to the timeline
+  // (common/trace.h). comm_record.cc.
   void recordWhenComplete(const OpDesc& desc, Request* request) const;
   std::vector<std::shared_ptr<Operation>> snapshot() const;
   int linkOf(transport::ConnId conn) const;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -57,6 +58,30 @@ class Request {
     return source_;
   }
 
+  /** Where the operation's time went, for its timeline: its wire number, when its first chunk
+   * went out and when its last result landed (zero: never). */
+  struct Timeline {
+    uint64_t seq = 0;
+    std::chrono::steady_clock::time_point first_sent{}, last_landed{};
+  };
+  void setSeq(uint64_t seq) {
+    std::lock_guard<std::mutex> lock(mu_);
+    timeline_.seq = seq;
+  }
+  void markSent() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (timeline_.first_sent == std::chrono::steady_clock::time_point{}) {
+      timeline_.first_sent = std::chrono::steady_clock::now();
+    }
+  }
+  void markLanded() {
+    std::lock_guard<std::mutex> lock(mu_);
+    timeline_.last_landed = std::chrono::steady_clock::now();
+  }
+  Timeline timeline() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return timeline_;
+  }
   /** The outcome so far (rdInProgress until complete()), without reporting it. */
   rdResult_t outcome() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -100,6 +125,7 @@ class Request {
   std::chrono::steady_clock::time_point completed_at_{};
   std::vector<std::function<void()>> callbacks_;
   int source_ = -1;
+  Timeline timeline_;
 };
 
 }  // namespace rd::coll

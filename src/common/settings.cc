@@ -434,6 +434,26 @@ constexpr Setting kTable[] = {
      .min = 100,
      .max = 3600000,
      .choices = {}},
+    {.id = Id::kTrace,
+     .name = "trace",
+     .env = "LIBREDUCE_TRACE",
+     .kind = Kind::kString,
+     .default_value = "",
+     .description = "A directory in which this process writes its timeline, each operation and "
+                    "chunk with its phases as Chrome trace JSON (docs/observability.md): at "
+                    "exit, on SIGUSR1 and when a communicator fails. Empty: none.",
+     .min = 0,
+     .max = kUnbounded,
+     .choices = {}},
+    {.id = Id::kTraceSpans,
+     .name = "trace_spans",
+     .env = "LIBREDUCE_TRACE_SPANS",
+     .kind = Kind::kInt,
+     .default_value = "100000",
+     .description = "How many spans the timeline keeps (the newest; about 100 bytes each).",
+     .min = 1000,
+     .max = 100000000,
+     .choices = {}},
 };
 static_assert(std::size(kTable) == static_cast<size_t>(Id::kCount), "one row per settings::Id");
 

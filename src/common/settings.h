@@ -51,6 +51,8 @@ enum class Id : int {
   kNcclChunkBytes,
   kMetrics,
   kMetricsIntervalMs,
+  kTrace,
+  kTraceSpans,
   kCount
 };
 

@@ -36,6 +36,7 @@
 #include "orchestrator/pool_key.h"
 #include "orchestrator/slurm_backend.h"
 #include "orchestrator/slurm_replica.h"
+#include "orchestrator/trace_merge.h"
 #include "orchestrator/tuning/tuning_job.h"
 #include "orchestrator/tuning/tuning_spec.h"
 
@@ -66,6 +67,9 @@ void usage(FILE* out) {
       "                                        how many reducers, and the predicted speed-up\n"
       "       reducectl pool key COMM_ID --secret-file POOL_SECRET [--out FILE]\n"
       "                                        the key of one job on a shared reducer pool\n"
+      "       reducectl trace merge INPUT... -o FILE\n"
+      "                                        join the timelines of a job (LIBREDUCE_TRACE\n"
+      "                                        directories or files) into one Chrome trace\n"
       "run options:\n"
       "  --backend NAME        local (default: processes on this machine), slurm (a\n"
       "                        heterogeneous Slurm job; the job directory must be shared) or\n"
@@ -618,9 +622,10 @@ int main(int argc, char** argv) {
   }
   if (command == "slurm-replica") return cmdSlurmReplica(argc, argv);
   if (command == "pool") return rd::orch::runPoolCommand(argc, argv);
+  if (command == "trace") return rd::orch::runTraceCommand(argc, argv);
   std::fprintf(stderr,
                "reducectl: unknown command '%s' (run, launch, tune, validate, plan, render, "
-               "status, cancel)\n",
+               "status, cancel, pool, trace)\n",
                command.c_str());
   usage(stderr);
   return kExitUsage;

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 
 #include "common/log.h"
 #include "common/status.h"
+#include "common/trace.h"
 #include "cpu/cpu_reduce.h"
 #include "protocol/compression.h"
 #include "reduction_server/quota.h"
@@ -140,6 +142,43 @@ bool ReduceComm::checkSignature(const wire::Header& h) {
   return false;
 }
 
+namespace {
+
+// Once its last result send completes, a chunk's spans go to the timeline: served (the whole),
+// gather (from the first contribution to the last), reduce (to the result), send.
+void traceServed(const Slot& slot) {
+  trace::Tracer* tracer = trace::Tracer::get();
+  if (tracer == nullptr) return;
+  trace::Span span;
+  span.track = slot.sig.chunk;
+  span.comm = slot.sig.comm_id;
+  span.op = slot.sig.seq;
+  span.chunk = slot.sig.chunk;
+  span.bytes = slot.bytes;
+  tracer->setTrackName(span.track, "chunk " + std::to_string(span.track));
+  const Clock::time_point sent = Clock::now();
+  const Clock::time_point last_in = std::max(slot.first_in, slot.last_in);
+  const std::pair<const char*, std::pair<Clock::time_point, Clock::time_point>> spans[] = {
+      {"served", {slot.first_in, sent}},
+      {"gather", {slot.first_in, last_in}},
+      {"reduce", {last_in, std::max(last_in, slot.reduced)}},
+      {"send", {std::max(last_in, slot.reduced), sent}}};
+  for (size_t i = 0; i < std::size(spans); ++i) {
+    span.name = spans[i].first;
+    span.category = i == 0 ? "chunk" : "phase";
+    span.begin = spans[i].second.first;
+    span.end = spans[i].second.second;
+    tracer->record(span);
+  }
+}
+
+void resultSent(const std::shared_ptr<Slot>& slot) {
+  if (--slot->sends == 0) traceServed(*slot);
+  slot->releaseIfIdle();
+}
+
+}  // namespace
+
 ReduceComm::Outcome ReduceComm::contribute(const wire::Header& h, uint32_t conn_rank,
                                            transport::Payload& payload, std::string* why) {
   wire::Geometry g;
@@ -195,8 +234,7 @@ ReduceComm::Outcome ReduceComm::contribute(const wire::Header& h, uint32_t conn_
   if (!held && arrival_order && slot->expected > 1 && slot->span.elems != 0 &&
       payload.keepsData()) {
     // Eager bytes: folded straight from the transport's buffer, which is kept until then.
-    slot->landed[index] = 1;
-    ++slot->delivered;
+    slot->land(index);
     const void* bytes = payload.data();
     addPending(slot, index, bytes, std::move(payload));
     return Outcome::kAccepted;
@@ -207,8 +245,7 @@ ReduceComm::Outcome ReduceComm::contribute(const wire::Header& h, uint32_t conn_
     if (held && status == rdSuccess && !slot->dead) {
       // Never folded: it is the answer, once every other frame is here too.
       --slot->in_flight;
-      ++slot->delivered;
-      slot->landed[index] = 1;
+      slot->land(index);
       if (slot->held_result < 0) slot->held_result = static_cast<int>(index);
       self->finishIfComplete(slot);
       return;
@@ -262,7 +299,8 @@ std::shared_ptr<Slot> ReduceComm::createSlot(const wire::Header& h, const wire::
   }
   *held_ += need;
   slot->comm_held = held_;
-  slot->deadline = Clock::now() + std::chrono::milliseconds(timeout_ms_);
+  slot->first_in = Clock::now();
+  slot->deadline = slot->first_in + std::chrono::milliseconds(timeout_ms_);
   slots_[{h.seq, h.chunk}] = slot;
   ++slots_per_op_[h.seq];
   return slot;
@@ -275,8 +313,7 @@ void ReduceComm::onDelivered(const std::shared_ptr<Slot>& slot, uint32_t index, 
     slot->releaseIfIdle();
     return;
   }
-  ++slot->delivered;
-  slot->landed[index] = 1;
+  slot->land(index);
   if (slot->expected == 1 || slot->span.elems == 0) {
     finishIfComplete(slot);
     return;
@@ -449,6 +486,7 @@ void ReduceComm::sendResults(const std::shared_ptr<Slot>& slot) {
   out.flags &= ~wire::kFlagHeldResult;
   removeSlot({slot->sig.seq, slot->sig.chunk});
   slot->dead = true;
+  slot->reduced = Clock::now();
   ++chunks_served_;
   countServed(slot->sig.seq);
   // Sends may complete inline (acks, small results): hold the buffer until all are posted.
@@ -465,13 +503,9 @@ void ReduceComm::sendResults(const std::shared_ptr<Slot>& slot) {
     counters_->bytes_sent += out.payload_bytes;
     ++slot->sends;
     transport_->send(to, &out, sizeof out, gets_result ? result : nullptr, out.payload_bytes,
-                     [slot](rdResult_t) {
-                       --slot->sends;
-                       slot->releaseIfIdle();
-                     });
+                     [slot](rdResult_t) { resultSent(slot); });
   }
-  --slot->sends;
-  slot->releaseIfIdle();
+  resultSent(slot);
 }
 
 std::vector<std::shared_ptr<Slot>> ReduceComm::slotsOf(uint64_t seq) const {

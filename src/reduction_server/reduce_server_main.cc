@@ -25,6 +25,7 @@
 #include "common/metrics_endpoint.h"
 #include "common/settings.h"
 #include "common/status.h"
+#include "common/trace.h"
 #include "libreduce/config.h"
 #include "reduction_server/binding.h"
 #include "reduction_server/lanes.h"
@@ -293,6 +294,9 @@ int main(int argc, char** argv) {
   std::string ready =
       "LIBREDUCE_REDUCER_READY address=" + server->addresses() + " pid=" + std::to_string(getpid());
   if (metrics) ready += " metrics=" + metrics->address();
+  if (rd::trace::Tracer* tracer = rd::trace::Tracer::get()) {
+    tracer->setProcessName("reducer " + server->addresses());
+  }
   if (!f.ready_file.empty()) {
     std::string tmp = f.ready_file + ".tmp";
     std::ofstream(tmp) << ready << "\n";

@@ -48,6 +48,9 @@ struct Slot {
   std::shared_ptr<uint64_t> comm_held;
   bool dead = false;  // dropped (failed) or finished: nothing may touch it but completions
   Clock::time_point deadline;
+  // Its timeline: the first contribution's header, the last contribution landed, the result
+  // ready to go (LIBREDUCE_TRACE).
+  Clock::time_point first_in, last_in, reduced;
 
   // The reduction. `result` is the slice that holds the running result (-1: none yet), `folded`
   // how many contributions it holds. `pending` are contributions here and not yet folded (their
@@ -65,6 +68,12 @@ struct Slot {
   bool acc_ready = false;  // acc() holds the running sum (else the result's slice does)
 
   char* slice(uint32_t i) const { return buffer + static_cast<size_t>(i) * bytes; }
+  // Contribution @p index is all here.
+  void land(uint32_t index) {
+    landed[index] = 1;
+    ++delivered;
+    last_in = Clock::now();
+  }
   // The float32 running sum of a wide reduction: after the slices, on a cache line.
   static size_t accOffset(size_t bytes, uint32_t expected) {
     return (bytes * expected + 63) / 64 * 64;

@@ -266,6 +266,7 @@ void ReducerOp::sendChunk(uint32_t m, uint32_t k) {
   }
   ++posted_[m];
   ++sending_;
+  request_->markSent();
   auto self = shared_from_this();
   comm_->transport().send(comm_->reducers()[m].conn, &h, sizeof h, bytes, h.payload_bytes,
                           [this, self, m, staged](rdResult_t) {
@@ -406,6 +407,7 @@ void ReducerOp::resultLanded(uint32_t m, uint32_t k, rdResult_t status) {
   }
   holds_[k] = 1;
   answered_[k] = kCounted;
+  request_->markLanded();
   ++answered_count_;
   succeedIfDone();
 }

@@ -125,6 +125,7 @@ void RingOp::sendPiece(uint32_t step, uint32_t piece) {
   h.payload_bytes = pieceElems(s, piece) * esize_;
   ++sending_;
   ++sent_;
+  request_->markSent();
   auto self = shared_from_this();
   // Large pieces are pulled by the neighbour later: the operation is done, and the caller may
   // reuse the buffer, only when every send completed.
@@ -155,6 +156,7 @@ void RingOp::absorb(uint32_t step, uint32_t piece, const void* data) {
     std::memcpy(dst, data, elems * esize_);
   }
   ++received_;
+  request_->markLanded();
   last_progress_ = Clock::now();
   if (step + 1 < steps_) sendPiece(step + 1, piece);
   succeedIfDone();
