@@ -26,6 +26,7 @@
 #include "common/algorithm.h"
 #include "common/limits.h"
 #include "libreduce/config.h"
+#include "orchestrator/doctor.h"
 #include "orchestrator/job_commands.h"
 #include "orchestrator/job_files.h"
 #include "orchestrator/job_spec.h"
@@ -67,6 +68,10 @@ void usage(FILE* out) {
       "                                        how many reducers, and the predicted speed-up\n"
       "       reducectl pool key COMM_ID --secret-file POOL_SECRET [--out FILE]\n"
       "                                        the key of one job on a shared reducer pool\n"
+      "       reducectl doctor SPEC | --reducers HOST:PORT,... [--secret-file PATH]\n"
+      "                [--metrics HOST:PORT,...] [--expect-gbps G] [--probe-mib M]\n"
+      "                                        check each reducer: reachable, the secret,\n"
+      "                                        verified probes and their rate, its clock\n"
       "       reducectl trace merge INPUT... -o FILE\n"
       "                                        join the timelines of a job (LIBREDUCE_TRACE\n"
       "                                        directories or files) into one Chrome trace\n"
@@ -623,9 +628,12 @@ int main(int argc, char** argv) {
   if (command == "slurm-replica") return cmdSlurmReplica(argc, argv);
   if (command == "pool") return rd::orch::runPoolCommand(argc, argv);
   if (command == "trace") return rd::orch::runTraceCommand(argc, argv);
+  if (command == "doctor") {
+    return rd::orch::runDoctorCommand(argc, argv, selfDirectory() + "/reduce-probe");
+  }
   std::fprintf(stderr,
                "reducectl: unknown command '%s' (run, launch, tune, validate, plan, render, "
-               "status, cancel, pool, trace)\n",
+               "status, cancel, pool, trace, doctor)\n",
                command.c_str());
   usage(stderr);
   return kExitUsage;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 
@@ -187,6 +188,11 @@ std::string renderReducerMetrics(const std::vector<ServerStats>& lanes) {
       cpuSeconds());
   one(&out, "process_resident_memory_bytes", "gauge", "Resident memory of the process.",
       residentBytes());
+  // As node_exporter's node_time_seconds: against the scraper's clock, the skew that lines up
+  // (or not) this reducer's timeline with the workers' (reducectl doctor reads it).
+  one(&out, "libreduce_reducer_clock_seconds", "gauge",
+      "The reducer's wall clock when it answered this scrape, in seconds since the epoch.",
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   return out.text();
 }
 
