@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What a collective leaves behind once it completes: its figures in the process's metrics
 // (LIBREDUCE_METRICS) and its spans in the timeline (LIBREDUCE_TRACE).
-#include <cstdio>
+#include <mutex>
 #include <string>
 
 #include "collectives/communicator.h"
@@ -52,12 +52,13 @@ void Communicator::recordWhenComplete(const OpDesc& desc, Request* request) cons
   r.bytes = desc.count * dtypeSize(desc.dtype);
   const auto posted = Clock::now();
   if (tracer != nullptr) {
-    char track[40];
-    std::snprintf(track, sizeof track, "comm %016llx",
-                  static_cast<unsigned long long>(config_.comm_id));
-    tracer->setProcessName("rank " + std::to_string(config_.rank) + " of " +
-                           std::to_string(config_.nranks));
-    tracer->setTrackName(config_.rank, track);
+    // Named once per process: its first communicator's rank.
+    static std::once_flag named;
+    std::call_once(named, [&] {
+      tracer->setProcessName("rank " + std::to_string(config_.rank) + " of " +
+                             std::to_string(config_.nranks));
+      tracer->setTrackLabel("rank");
+    });
   }
   const uint32_t rank = config_.rank;
   // The request runs this while it is alive (inside its complete()).

@@ -108,12 +108,9 @@ void Tracer::setProcessName(const std::string& name) {
   process_name_ = name;
 }
 
-void Tracer::setTrackName(uint32_t track, const std::string& name) {
+void Tracer::setTrackLabel(const std::string& label) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [t, n] : track_names_) {
-    if (t == track) return;
-  }
-  track_names_.emplace_back(track, name);
+  track_label_ = label;
 }
 
 void Tracer::record(const Span& span) {
@@ -132,8 +129,7 @@ double Tracer::wallMicros(Clock::time_point t) const {
 
 std::string Tracer::render() {
   std::vector<Span> spans;
-  std::string process;
-  std::vector<std::pair<uint32_t, std::string>> tracks;
+  std::string process, label;
   uint64_t dropped = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -141,7 +137,7 @@ std::string Tracer::render() {
     dropped = recorded_ - kept;
     spans.assign(ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(kept));
     process = process_name_;
-    tracks = track_names_;
+    label = track_label_;
   }
   std::stable_sort(spans.begin(), spans.end(),
                    [](const Span& a, const Span& b) { return a.begin < b.begin; });
@@ -150,10 +146,15 @@ std::string Tracer::render() {
   out += R"({"name": "process_name", "ph": "M", "pid": )" + pid +
          R"(, "tid": 0, "args": {"name": )" + jsonString(process) + R"(, "spans_dropped": )" +
          std::to_string(dropped) + "}}";
-  for (const auto& [track, name] : tracks) {
+  std::vector<uint32_t> tracks;
+  tracks.reserve(spans.size());
+  for (const Span& s : spans) tracks.push_back(s.track);
+  std::sort(tracks.begin(), tracks.end());
+  tracks.erase(std::unique(tracks.begin(), tracks.end()), tracks.end());
+  for (uint32_t track : tracks) {
     out += ",\n" + std::string(R"({"name": "thread_name", "ph": "M", "pid": )") + pid +
-           R"(, "tid": )" + std::to_string(track) + R"(, "args": {"name": )" + jsonString(name) +
-           "}}";
+           R"(, "tid": )" + std::to_string(track) + R"(, "args": {"name": )" +
+           jsonString(label + " " + std::to_string(track)) + "}}";
   }
   char line[512];
   for (const Span& s : spans) {

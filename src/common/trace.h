@@ -41,8 +41,8 @@ class Tracer {
 
   /** How the process appears in the trace ("rank 0", "reducer HOST:PORT"). */
   void setProcessName(const std::string& name);
-  /** How a track appears ("comm 0123...", "chunk 3"); the first name given stays. */
-  void setTrackName(uint32_t track, const std::string& name);
+  /** How tracks appear: "@p label N" for track N ("rank 3", "chunk 3"). */
+  void setTrackLabel(const std::string& label);
 
   /** Keeps @p span, pushing out the oldest once the ring is full. Any thread. */
   void record(const Span& span);
@@ -67,7 +67,7 @@ class Tracer {
   size_t next_ = 0;        // where the next span goes
   uint64_t recorded_ = 0;  // spans ever recorded (those past the capacity were pushed out)
   std::string process_name_;
-  std::vector<std::pair<uint32_t, std::string>> track_names_;
+  std::string track_label_ = "track";
   std::string path_;
   std::mutex file_mu_;  // one writer of the file at a time
   int64_t wall_minus_steady_ns_ = 0;

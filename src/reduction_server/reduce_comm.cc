@@ -155,7 +155,6 @@ void traceServed(const Slot& slot) {
   span.op = slot.sig.seq;
   span.chunk = slot.sig.chunk;
   span.bytes = slot.bytes;
-  tracer->setTrackName(span.track, "chunk " + std::to_string(span.track));
   const Clock::time_point sent = Clock::now();
   const Clock::time_point last_in = std::max(slot.first_in, slot.last_in);
   const std::pair<const char*, std::pair<Clock::time_point, Clock::time_point>> spans[] = {

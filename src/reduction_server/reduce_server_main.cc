@@ -296,6 +296,7 @@ int main(int argc, char** argv) {
   if (metrics) ready += " metrics=" + metrics->address();
   if (rd::trace::Tracer* tracer = rd::trace::Tracer::get()) {
     tracer->setProcessName("reducer " + server->addresses());
+    tracer->setTrackLabel("chunk");
   }
   if (!f.ready_file.empty()) {
     std::string tmp = f.ready_file + ".tmp";

@@ -7,11 +7,12 @@ name and loses the others nothing."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
 
-from conftest import BUILD, assert_all_ok, run_ranks
+from conftest import BUILD, ROOT, assert_all_ok, run_ranks
 
 REDUCECTL = BUILD / "src" / "reducectl"
 RANKS, COUNT, ITERS = 4, 300_000, 5  # 1.2 MB per rank and operation: several chunks
@@ -33,6 +34,17 @@ def in_order(phases, slack_us=1.0):
 def merge(out, *inputs):
     return subprocess.run([str(REDUCECTL), "trace", "merge", *map(str, inputs), "-o", str(out)],
                           capture_output=True, text=True, timeout=60)
+
+
+def plot_step(merged, png):
+    """bench/trace/plot_step.py draws one operation of the merged file (Debian's matplotlib,
+    which setup installs for the system's python3)."""
+    script = ROOT / "bench" / "trace" / "plot_step.py"
+    done = subprocess.run(["/usr/bin/python3", str(script), str(merged), str(png)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert png.stat().st_size > 10_000
+    assert re.search(r"operation \d+: \d+ rows", done.stdout), done.stdout
 
 
 def test_a_job_through_two_reducers_is_on_one_timeline(reducers, tmp_path, monkeypatch):
@@ -83,6 +95,7 @@ def test_a_job_through_two_reducers_is_on_one_timeline(reducers, tmp_path, monke
                          p["args"]["chunk"] == chunk["args"]["chunk"]), key=lambda p: p["ts"])
         assert [p["name"] for p in phases] == ["gather", "reduce", "send"], chunk
         assert all(inside(p, chunk) for p in phases) and in_order(phases), (chunk, phases)
+    plot_step(merged, tmp_path / "step.png")
     # One clock: a reducer serves a chunk of an operation while that operation runs on the ranks.
     first_op = min(spans(events, cat="op"), key=lambda o: o["ts"])
     assert any(c["args"]["op"] == first_op["args"]["op"] and inside(c, first_op, slack_us=1000)
