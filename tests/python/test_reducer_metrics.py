@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """reduce-server --metrics: the Prometheus text a reducer serves, scraped while and after a real
 job runs through it, parsed by prometheus_client's own parser, counted exactly against what the
-job moved, scraped by Debian's Prometheus server and queried through its API; and what the
-endpoint answers to anything but a scrape."""
+job moved, scraped by Debian's Prometheus server (with the job's ranks) and queried through its
+API; and what the endpoint answers to anything but a scrape."""
 
 import json
 import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -130,42 +131,68 @@ def test_anything_but_a_scrape_gets_an_error_or_a_close(reducers):
 
 @pytest.mark.skipif(shutil.which("prometheus") is None, reason="no prometheus server (Debian's "
                     "package 'prometheus', which scripts/setup.sh installs)")
-def test_prometheus_server_scrapes_the_reducer(reducers, tmp_path):
+def prometheus_query(port, expr):
+    """The value of @p expr's single sample, or None while Prometheus has none."""
+    query = urllib.parse.quote(expr)
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/query?query={query}",
+                                    timeout=5) as r:
+            result = json.load(r)["data"]["result"]
+    except (urllib.error.URLError, ConnectionError, KeyError):
+        return None
+    return float(result[0]["value"][1]) if len(result) == 1 else None
+
+
+def test_prometheus_server_scrapes_a_reducer_and_the_workers_of_a_job(reducers, tmp_path):
+    """Debian's Prometheus scrapes the reducer and both ranks while the job runs (the ranks stay
+    after their all-reduces until told to go): its API answers with exactly what the job moved
+    and the number of collectives it ran."""
     addresses = reducers.start(1, flags=["--metrics", "127.0.0.1:0"])
-    run_sums(reducers, addresses)
+    worker_ports = [free_port() for _ in range(2)]
+    release = tmp_path / "release"
+    job = threading.Thread(target=lambda: results.extend(run_ranks(
+        "core_worker.py", 2, ["sums", COUNT, ITERS, release], reducers=addresses,
+        secret_file=reducers.secret_file, timeout=180,
+        per_rank_extra={r: {"LIBREDUCE_METRICS": f"127.0.0.1:{p}"}
+                        for r, p in enumerate(worker_ports)})))
+    results = []
+    job.start()
     port = free_port()
     config = tmp_path / "prometheus.yml"
     config.write_text(json.dumps({
         "global": {"scrape_interval": "1s"},
-        "scrape_configs": [{"job_name": "reducers",
-                            "static_configs": [{"targets": [reducers.metrics[0]]}]}]}))
+        "scrape_configs": [
+            {"job_name": "reducers", "static_configs": [{"targets": [reducers.metrics[0]]}]},
+            {"job_name": "workers",
+             "static_configs": [{"targets": [f"127.0.0.1:{p}" for p in worker_ports]}]}]}))
     server = subprocess.Popen(
         ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
          f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    query = urllib.parse.quote("libreduce_reducer_received_bytes_total")
+    moved = 2 * COUNT * 4 * ITERS
+    received = 'libreduce_reducer_received_bytes_total{job="reducers"}'
+    collectives = ('sum(libreduce_collective_seconds_count{job="workers",'
+                   'collective="AllReduce",message_size="390-391KB"})')
     try:
-        deadline = time.monotonic() + 60
-        got = None
-        while time.monotonic() < deadline and got is None:
+        deadline = time.monotonic() + 90
+        got = (None, None)
+        while time.monotonic() < deadline and got != (moved, 2 * ITERS):
             assert server.poll() is None, server.stderr.read()
-            try:
-                with urllib.request.urlopen(
-                        f"http://127.0.0.1:{port}/api/v1/query?query={query}", timeout=5) as r:
-                    result = json.load(r)["data"]["result"]
-                if result:
-                    got = float(result[0]["value"][1])
-            except (urllib.error.URLError, ConnectionError, KeyError):
-                pass
+            got = (prometheus_query(port, received), prometheus_query(port, collectives))
             time.sleep(0.2)
-        assert got == 2 * COUNT * 4 * ITERS, got
+        assert got == (moved, 2 * ITERS), got
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/targets", timeout=5) as r:
             targets = json.load(r)["data"]["activeTargets"]
-        assert [t["health"] for t in targets] == ["up"], targets
+        assert sorted((t["labels"]["job"], t["health"]) for t in targets) == [
+            ("reducers", "up"), ("workers", "up"), ("workers", "up")], targets
     finally:
+        release.touch()
+        job.join(timeout=120)
         server.terminate()
         try:
             server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+    assert_all_ok(results)
+    assert all("SUMS OK" in out for _, out in results), results

@@ -10,9 +10,12 @@ compressed   float32 all-reduce with LIBREDUCE_WIRE_DTYPE=bf16 and LIBREDUCE_DET
 join         only joins, then closes; prints "JOINED" (or the exception's class and message).
 sums N K     K float32 all-reduces of N elements, each checked; prints "SUMS OK" (a known amount
              of traffic: the metrics tests count it).
+sums N K F   the same, then stays (its metrics endpoint up) until file F exists, at most 120 s.
 """
 
+import os
 import sys
+import time
 
 import numpy as np
 
@@ -99,6 +102,12 @@ def sums(comm, count, iters):
     print("SUMS OK")
 
 
+def stay_until(path):
+    deadline = time.monotonic() + 120
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def main():
     try:
         comm = libreduce.Communicator.from_env()
@@ -112,6 +121,9 @@ def main():
             compressed(comm)
         elif sys.argv[1] == "sums":
             sums(comm, int(sys.argv[2]), int(sys.argv[3]))
+            if len(sys.argv) > 4:
+                sys.stdout.flush()
+                stay_until(sys.argv[4])
         else:
             print("JOINED")
 
