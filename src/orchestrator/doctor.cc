@@ -1,24 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "orchestrator/doctor.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <ifaddrs.h>
-#include <net/if.h>
 #include <netdb.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <map>
 #include <sstream>
 
 #include "orchestrator/external_command.h"
 #include "orchestrator/job_spec.h"
+#include "orchestrator/metrics_scrape.h"
 
 namespace rd::orch {
 
@@ -28,48 +24,6 @@ namespace {
 constexpr double kSlowShare = 0.5;
 // A clock further off than this makes the timelines of one step hard to read together.
 constexpr double kSkewNoteS = 0.05;
-constexpr int kConnectTimeoutMs = 3000;
-
-double wallSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// A TCP connection to @p address (host:port) within the time limit: the descriptor, or -1 with
-// @p why set.
-int connectTo(const std::string& address, std::string* why) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    *why = "not an address of the form host:port";
-    return -1;
-  }
-  const std::string host = address.substr(0, colon), port = address.substr(colon + 1);
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
-    *why = std::string("cannot resolve it: ") + gai_strerror(rc);
-    return -1;
-  }
-  int fd = socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  int rc = fd < 0 ? -1 : connect(fd, found->ai_addr, found->ai_addrlen);
-  freeaddrinfo(found);
-  if (fd >= 0 && rc != 0 && errno == EINPROGRESS) {
-    pollfd p{fd, POLLOUT, 0};
-    int err = ETIMEDOUT;
-    if (poll(&p, 1, kConnectTimeoutMs) == 1) {
-      socklen_t len = sizeof err;
-      getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    }
-    rc = err == 0 ? 0 : -1;
-    errno = err;
-  }
-  if (rc != 0) {
-    *why = std::strerror(errno);
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 // This end of @p fd: "ADDRESS on INTERFACE", the route the kernel chose toward the reducer.
 std::string localEnd(int fd) {
@@ -97,34 +51,6 @@ std::string localEnd(int fd) {
   }
   freeifaddrs(list);
   return where;
-}
-
-// The value of the first sample of @p name in the /metrics text at @p address, and the wall
-// clock halfway through the request; false when it cannot be read.
-bool scrapeGauge(const std::string& address, const std::string& name, double* value,
-                 double* asked_at) {
-  std::string why;
-  const double start = wallSeconds();
-  int fd = connectTo(address, &why);
-  if (fd < 0) return false;
-  const std::string request = "GET /metrics HTTP/1.0\r\nHost: " + address + "\r\n\r\n";
-  bool ok = write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size());
-  std::string reply;
-  char buf[4096];
-  while (ok) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, kConnectTimeoutMs) != 1) break;
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    reply.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  const double end = wallSeconds();
-  const size_t at = reply.find("\n" + name + " ");
-  if (at == std::string::npos) return false;
-  *value = std::strtod(reply.c_str() + at + name.size() + 2, nullptr);
-  *asked_at = (start + end) / 2;
-  return true;
 }
 
 // "PROBE OK ... gbps=X" or "PROBE FAILED ... status=S: why" (reduce_probe.cc).
@@ -161,7 +87,7 @@ std::vector<ReducerCheck> checkReducers(const DoctorInput& input) {
     ReducerCheck c;
     c.address = input.reducers[i];
     std::string why;
-    int fd = connectTo(c.address, &why);
+    int fd = connectWithin(c.address, &why);
     c.reachable = fd >= 0;
     if (fd >= 0) {
       c.via = localEnd(fd);
@@ -197,11 +123,14 @@ std::vector<ReducerCheck> checkReducers(const DoctorInput& input) {
                     "); check the link between this host and it";
       }
     }
-    double clock = 0, asked_at = 0;
+    std::map<std::string, double> samples;
+    double asked_at = 0;
+    std::string scrape_error;
     if (i < input.metrics.size() && !input.metrics[i].empty() &&
-        scrapeGauge(input.metrics[i], "libreduce_reducer_clock_seconds", &clock, &asked_at)) {
+        scrapeMetrics(input.metrics[i], &samples, &asked_at, &scrape_error) &&
+        samples.count("libreduce_reducer_clock_seconds") != 0) {
       c.has_skew = true;
-      c.skew_s = clock - asked_at;
+      c.skew_s = samples["libreduce_reducer_clock_seconds"] - asked_at;
     }
     checks.push_back(std::move(c));
   }

@@ -138,14 +138,19 @@ bool writeSecretFile(const std::string& path, std::string* error) {
 }
 
 std::string readyAddress(const std::string& ready_file) {
+  return readyField(ready_file, "address");
+}
+
+std::string readyField(const std::string& ready_file, const std::string& key) {
   std::ifstream in(ready_file);
   std::string line;
   // Only a whole line counts: a reducer may still be writing it (reduce-server renames its file
   // into place; a custom reducer might not).
   if (!std::getline(in, line) || in.eof()) return {};
-  size_t at = line.find("address=");
+  const std::string field = " " + key + "=";
+  size_t at = (" " + line).find(field);
   if (at == std::string::npos) return {};
-  std::string rest = line.substr(at + 8);
+  std::string rest = line.substr(at + field.size() - 1);
   return rest.substr(0, rest.find_first_of(" \t"));
 }
 

@@ -39,6 +39,9 @@ bool writeSecretFile(const std::string& path, std::string* error);
 /** The address= a reducer's ready file holds once its line is complete; "" until then. */
 std::string readyAddress(const std::string& ready_file);
 
+/** The @p key= field (address, metrics, pid) of that line; "" until then or without it. */
+std::string readyField(const std::string& ready_file, const std::string& key);
+
 /**
  * A TCP port on 127.0.0.1 (every address with @p any_address) that is free now and not in @p given;
  * with @p pair, PORT + 1 is free too (rank 0 serves the ring rendezvous there, MASTER_PORT itself

@@ -203,6 +203,8 @@ bool LocalJob::launch(Replica& r) {
       }
       req.argv = {options_.reduce_server, "--listen",         listen, "--ready-file", r.ready_file,
                   "--secret-file",        layout_.secret_file};
+      // On this host, its metrics for `reducectl status` (a namespace's loopback is its own).
+      if (host == nullptr) req.argv.insert(req.argv.end(), {"--metrics", "127.0.0.1:0"});
     } else {
       req.argv = pool.command;
     }
@@ -359,10 +361,22 @@ void LocalJob::checkProvisioning() {
     if (address.empty()) return;  // not yet: deadlines are checked by the loop
     r.ready = true;
     layout_.addresses[static_cast<int>(PoolKind::kReducers)][r.id.index] = address;
+    recordReducerMetrics(r);
   }
   int reducers = spec_.pool(PoolKind::kReducers).replica_count;
   if (reducers > 0) display_.note(std::to_string(reducers) + " reducer(s) ready");
   startOthers();
+}
+
+void LocalJob::recordReducerMetrics(const Replica& r) {
+  const std::string metrics = readyField(r.ready_file, "metrics");
+  if (metrics.empty()) return;
+  reducer_metrics_[r.name] = metrics;
+  std::string text;
+  for (const auto& [name, address] : reducer_metrics_) {
+    text.append(name).append(" ").append(address).append("\n");
+  }
+  writeFileAtomically(log_dir_ + "/reducer-metrics", text);
 }
 
 void LocalJob::checkDeadlines() {

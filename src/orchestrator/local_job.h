@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -63,6 +64,9 @@ class LocalJob {
   void restoreSignals();
   void drain(Replica& r, bool is_stderr, bool final);
   void checkProvisioning();
+  // A built-in reducer's metrics endpoint (its ready line's metrics=), written to
+  // LOG_DIR/reducer-metrics for `reducectl status`.
+  void recordReducerMetrics(const Replica& r);
   void checkDeadlines();
   void succeed(const std::string& why);
   void fail(const std::string& cause);
@@ -87,6 +91,7 @@ class LocalJob {
   std::vector<Replica> replicas_;
   // Ports handed to built-in reducers on 127.0.0.1 (each probe socket is closed at once).
   std::set<int> reducer_ports_;
+  std::map<std::string, std::string> reducer_metrics_;  // reducer name -> host:port
   std::vector<FailoverRecord> failovers_;
   std::vector<pid_t> lingering_;  // groups of stopped replicas whose leader already ended
   // Ranks' failures not yet acted on (name, cause), and when they are.

@@ -178,6 +178,7 @@ void LocalJob::checkReplacements() {
     std::string address = readyAddress(r.ready_file);
     if (address.empty()) continue;
     r.ready = true;
+    recordReducerMetrics(r);
     for (auto& f : failovers_) {
       if (f.reducer == r.name && f.back_ready_at_s < 0 && f.replaced_at_s >= 0) {
         f.back_ready_at_s = std::chrono::duration<double>(Clock::now() - started_).count();

@@ -410,6 +410,41 @@ class JobTests(JobCase):
         self.assertEqual(unknown.returncode, 2)
         self.assertIn("no job 'no-such-job'", unknown.stderr)
 
+    def test_status_shows_the_reducers_live_figures(self):
+        """While a job runs, status reads each built-in reducer's metrics endpoint: what it
+        served so far, and its memory; once the job ended, nothing is scraped."""
+        release = os.path.join(self.dir, "release")
+        demo = " ".join([DEMO, "--max-bytes", "256K", "--iters", "2", "--warmup", "0"])
+        stay = f"{demo} && while [ ! -e {release} ]; do sleep 0.05; done"
+        spec = self.write_spec([pool(1, sh(stay)), pool(1, sh(stay)), pool(2, None)])
+        _, env = self.detach(spec)
+        figures = re.compile(r"reducer-(\d): (\d+) operations served, 0 failed; .* received, "
+                             r".* sent; .*; memory .* of 1\.0 GiB")
+
+        def status():
+            done = subprocess.run([REDUCECTL, "status", self.job_id], capture_output=True,
+                                  text=True, env=env, timeout=60)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            return done.stdout
+
+        served, text = {}, ""
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not (
+                len(served) == 2 and all(n > 0 for n in served.values())):
+            text = status()
+            served = {m.group(1): int(m.group(2)) for m in figures.finditer(text)}
+            time.sleep(0.1)
+        self.assertEqual(sorted(served), ["0", "1"], text)
+        self.assertTrue(all(n > 0 for n in served.values()), text)
+        with open(release, "w"):
+            pass
+        deadline = time.monotonic() + 90
+        while f"job {self.job_id}: SUCCEEDED" not in text and time.monotonic() < deadline:
+            text = status()
+            time.sleep(0.1)
+        self.assertIn(f"job {self.job_id}: SUCCEEDED", text)
+        self.assertNotIn("operations served", text)
+
     def test_status_after_reducectl_is_killed(self):
         """A detached job whose reducectl dies by SIGKILL: status says FAILED and why, not the
         RUNNING it had recorded, and cancel says the job has ended."""
