@@ -213,6 +213,7 @@ void closingAtExitChild() {
     return rdSuccess;
   });
   haltProgressAtExit();
+  engine.reset();  // its halted thread is joined
   if (!destroyed) {
     std::fprintf(stderr, "not so: the retiree was still closing when the threads halted\n");
     std::exit(1);
