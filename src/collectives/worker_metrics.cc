@@ -18,12 +18,6 @@ namespace rd::coll {
 
 namespace {
 
-std::string hostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
-  return name;
-}
-
 // The job, as the Inspector names it (SLURM_JOB_ID), else as reducectl and Vertex do.
 std::string jobName() {
   for (const char* var : {"SLURM_JOB_ID", "CLOUD_ML_JOB_ID"}) {
@@ -31,12 +25,6 @@ std::string jobName() {
     if (v != nullptr && *v != '\0') return v;
   }
   return "unknown";
-}
-
-std::string hexId(uint64_t id) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(id));
-  return text;
 }
 
 size_t bucketOf(const std::vector<double>& bounds, double value) {
@@ -98,7 +86,7 @@ WorkerMetrics* WorkerMetrics::get() {
 }
 
 rdResult_t WorkerMetrics::start(const std::string& where, int64_t interval_ms) {
-  node_ = hostName();
+  node_ = metrics::hostName();
   job_ = jobName();
   if (where.find('/') != std::string::npos || isDirectory(where)) {
     // A directory: one file per process, so that ranks on a node never share one.
@@ -162,7 +150,7 @@ std::string WorkerMetrics::render() {
   auto labels = [&](const Key& k) {
     return metrics::Labels{{"slurm_job_id", job_},
                            {"node", node_},
-                           {"comm_name", hexId(std::get<0>(k))},
+                           {"comm_name", metrics::commIdText(std::get<0>(k))},
                            {"nranks", std::to_string(std::get<1>(k))},
                            {"collective", std::get<2>(k)},
                            {"message_size", std::get<3>(k)},

@@ -1,10 +1,24 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "common/metrics_text.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 
 namespace rd::metrics {
+
+std::string commIdText(uint64_t id) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(id));
+  return text;
+}
+
+std::string hostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
 
 namespace {
 

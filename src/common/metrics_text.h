@@ -13,6 +13,12 @@ namespace rd::metrics {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
+/** A communicator id as every export names it (labels, timelines): 16 hex digits. */
+std::string commIdText(uint64_t id);
+
+/** This host's name as the exports give it ("unknown" when it cannot be read). */
+std::string hostName();
+
 /** The HTTP Content-Type of the text this writes. */
 inline constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
 

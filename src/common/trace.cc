@@ -15,6 +15,7 @@
 
 #include "common/json_text.h"
 #include "common/log.h"
+#include "common/metrics_text.h"
 #include "common/settings.h"
 #include "common/status.h"
 
@@ -56,18 +57,6 @@ void flushOnSigusr1(Tracer* tracer) {
   sigaction(SIGUSR1, &action, nullptr);
 }
 
-std::string hostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
-  return name;
-}
-
-std::string hexId(uint64_t id) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(id));
-  return text;
-}
-
 }  // namespace
 
 Tracer* Tracer::get() {
@@ -95,7 +84,7 @@ Tracer* Tracer::get() {
 }
 
 Tracer::Tracer(const std::string& dir, size_t capacity) : ring_(std::max<size_t>(capacity, 1)) {
-  path_ = dir + "/libreduce-" + hostName() + "-" + std::to_string(getpid()) + ".json";
+  path_ = dir + "/libreduce-" + metrics::hostName() + "-" + std::to_string(getpid()) + ".json";
   process_name_ = "pid " + std::to_string(getpid());
   const auto wall = std::chrono::system_clock::now().time_since_epoch();
   const auto steady = Clock::now().time_since_epoch();
@@ -160,13 +149,13 @@ std::string Tracer::render() {
   for (const Span& s : spans) {
     const double begin = wallMicros(s.begin);
     const double dur = std::max(0.0, wallMicros(s.end) - begin);
-    int n = std::snprintf(line, sizeof line,
-                          ",\n{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, "
-                          "\"dur\": %.3f, \"pid\": %s, \"tid\": %u, \"args\": {\"comm\": \"%s\", "
-                          "\"op\": %llu, \"bytes\": %llu",
-                          s.name, s.category, begin, dur, pid.c_str(), s.track,
-                          hexId(s.comm).c_str(), static_cast<unsigned long long>(s.op),
-                          static_cast<unsigned long long>(s.bytes));
+    int n = std::snprintf(
+        line, sizeof line,
+        ",\n{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, "
+        "\"dur\": %.3f, \"pid\": %s, \"tid\": %u, \"args\": {\"comm\": \"%s\", "
+        "\"op\": %llu, \"bytes\": %llu",
+        s.name, s.category, begin, dur, pid.c_str(), s.track, metrics::commIdText(s.comm).c_str(),
+        static_cast<unsigned long long>(s.op), static_cast<unsigned long long>(s.bytes));
     out.append(line, static_cast<size_t>(std::max(0, std::min<int>(n, sizeof line - 1))));
     if (s.chunk >= 0) out += ", \"chunk\": " + std::to_string(s.chunk);
     if (s.algorithm != nullptr) out += ", \"algorithm\": \"" + std::string(s.algorithm) + "\"";

@@ -40,12 +40,6 @@ double residentBytes() {
   return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
-std::string hexId(uint64_t id) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(id));
-  return text;
-}
-
 // Every lane's figures added up; communicators that span lanes merged by id.
 ServerStats sum(const std::vector<ServerStats>& lanes, std::vector<CommStats>* comms) {
   ServerStats t;
@@ -118,7 +112,7 @@ void communicators(TextWriter* out, std::vector<CommStats> comms) {
   for (const Gauge& g : gauges) {
     out->family(g.name, "gauge", g.help);
     for (size_t i = 0; i < listed; ++i) {
-      out->sample(g.name, {{"comm", hexId(comms[i].comm_id)}}, g.value(comms[i]));
+      out->sample(g.name, {{"comm", metrics::commIdText(comms[i].comm_id)}}, g.value(comms[i]));
     }
   }
   one(out, "libreduce_reducer_comms_unlisted", "gauge",
