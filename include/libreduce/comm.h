@@ -165,6 +165,17 @@ RD_API rdResult_t rdCommDestroy(rdComm_t comm);
 /** Number of ranks. */
 RD_API rdResult_t rdCommCount(rdComm_t comm, int* count);
 
+/**
+ * What carries this rank's traffic to reducer @p reducer (0-based, in the order the id names
+ * them): the UCX transports and devices of its connections, "TL/DEVICE" joined by '+', such as
+ * "tcp/eth1" or "rc_mlx5/mlx5_0:1+tcp/eth0"; "A (results: B)" when the results come back
+ * another way than the contributions go. Written into @p text (@p len bytes, always
+ * terminated, cut short if it does not fit); "" while the links are still being set up, which
+ * ends once the first operation has gone through. ::rdInvalidArgument for a reducer the
+ * communicator does not have (a ring communicator has none).
+ */
+RD_API rdResult_t rdCommGetReducerTransports(rdComm_t comm, int reducer, char* text, size_t len);
+
 /** This process's rank. */
 RD_API rdResult_t rdCommUserRank(rdComm_t comm, int* rank);
 

@@ -135,6 +135,13 @@ class Communicator:
         """Returns once every rank has entered the barrier."""
         return self._run(lambda a: self._comm.barrier(a), None, async_op)
 
+    def reducer_transports(self, reducer):
+        """What carries this rank's traffic to reducer ``reducer`` (0-based, in the id's order):
+        the UCX transports and devices of its connections, "TL/DEVICE" joined by "+"
+        ("tcp/eth1"); "" until the first operation has gone through. InvalidArgumentError for a
+        reducer the communicator does not have (a ring communicator has none)."""
+        return self._comm.reducer_transports(reducer)
+
     def async_error(self):
         """None while healthy, else (status, message) of the error that failed it."""
         return self._comm.async_error()

@@ -235,6 +235,13 @@ class Communicator {
     return finish(request, {}, async_op);
   }
 
+  // What carries this rank's traffic to reducer @p reducer ("tcp/eth0"); "" while not known.
+  std::string reducerTransports(int reducer) const {
+    char text[512] = {};
+    check(rdCommGetReducerTransports(live(), reducer, text, sizeof text));
+    return text;
+  }
+
   // The error that failed the communicator, or None while it is healthy.
   py::object asyncError() const {
     rdResult_t error = rdSuccess;
@@ -371,6 +378,7 @@ PYBIND11_MODULE(_core, m) {
       .def("recv", &Communicator::recv, py::arg("buf"), py::arg("peer") = py::none(),
            py::arg("tag") = 0, py::arg("dtype") = "", py::arg("async_op") = false)
       .def("barrier", &Communicator::barrier, py::arg("async_op") = false)
+      .def("reducer_transports", &Communicator::reducerTransports, py::arg("reducer"))
       .def("async_error", &Communicator::asyncError)
       .def("abort", &Communicator::abort)
       .def("close", &Communicator::close);

@@ -4,6 +4,7 @@
 // this process (reduction_server/rendezvous_service.h).
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -218,6 +219,16 @@ rdResult_t rdCommCount(rdComm_t comm, int* count) {
   RD_CHECK(checkComm(comm));
   if (count == nullptr) return rd::setError(rdInvalidArgument, "count is NULL");
   *count = static_cast<int>(comm->impl->config().nranks);
+  return rdSuccess;
+}
+
+rdResult_t rdCommGetReducerTransports(rdComm_t comm, int reducer, char* text, size_t len) {
+  RD_CHECK(checkComm(comm));
+  if (text == nullptr || len == 0) return rd::setError(rdInvalidArgument, "no room for the text");
+  if (reducer < 0) return rd::setError(rdInvalidArgument, "reducer is negative");
+  std::string transports;
+  RD_CHECK(comm->impl->reducerTransports(static_cast<uint32_t>(reducer), &transports));
+  std::snprintf(text, len, "%s", transports.c_str());
   return rdSuccess;
 }
 

@@ -515,4 +515,18 @@ transport::ConnId Communicator::ringNext() {
   return ring_next_;
 }
 
+rdResult_t Communicator::reducerTransports(uint32_t reducer, std::string* out) {
+  if (reducer >= dataReducers()) {
+    return setError(rdInvalidArgument, "reducer " + std::to_string(reducer) + " of " +
+                                           std::to_string(dataReducers()) +
+                                           " in this communicator");
+  }
+  return transport_->runSync([&] {
+    const std::string sent = transport_->linkTransports(links_.at(reducer).conn);
+    const std::string results = transport_->linkTransports(links_.at(servers() + reducer).conn);
+    *out = sent == results || results.empty() ? sent : sent + " (results: " + results + ")";
+    return rdSuccess;
+  });
+}
+
 }  // namespace rd::coll

@@ -103,6 +103,14 @@ class Communicator {
   /** rdSuccess while healthy, else the error that failed the communicator (sets last error). */
   rdResult_t asyncError();
 
+  /**
+   * The transports and devices this rank's connections to data reducer @p reducer use
+   * (Transport::linkTransports): "tcp/eth0" when both go the same way, else
+   * "CONTRIBUTIONS (results: RESULTS)"; "" while not known. rdInvalidArgument for a reducer
+   * the communicator does not have. Thread-safe.
+   */
+  rdResult_t reducerTransports(uint32_t reducer, std::string* out);
+
   const CommConfig& config() const { return config_; }
 
   /** What the values of @p desc travel as to the reducers (wire compression, compression.h). */

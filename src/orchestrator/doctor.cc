@@ -60,6 +60,10 @@ void readProbe(const std::string& out, const std::string& err, int code, Reducer
     const size_t g = out.find(" gbps=", ok);
     c->joined = g != std::string::npos;
     c->gbps = c->joined ? std::strtod(out.c_str() + g + 6, nullptr) : 0;
+    const size_t t = out.find(" transports=", ok);
+    if (t != std::string::npos) {
+      c->transports = trimSpace(out.substr(t + 12, out.find('\n', t) - (t + 12)));
+    }
     if (c->joined) return;
   }
   const size_t failed = out.find("status=");
@@ -73,9 +77,35 @@ void readProbe(const std::string& out, const std::string& err, int code, Reducer
   }
 }
 
-std::string gbpsText(double gbps) {
+// "tcp/eth0 x3, sysv/memory+cma/memory x1": the reducer's connections by what carries them.
+std::string connectionsByTransport(const std::map<std::string, double>& samples) {
+  const std::string family = "libreduce_reducer_connections_by_transport{";
+  std::string text;
+  for (auto it = samples.lower_bound(family);
+       it != samples.end() && it->first.compare(0, family.size(), family) == 0; ++it) {
+    if (it->second <= 0) continue;
+    text += (text.empty() ? "" : ", ") + labelValue(it->first, "transports") + " x" +
+            std::to_string(static_cast<long long>(it->second));
+  }
+  return text;
+}
+
+// A slow link carried by TCP alone often means RDMA was not chosen: say where to look.
+std::string tcpOnlyHint(const std::string& transports) {
+  if (transports.empty()) return "";
+  std::stringstream lanes(transports.substr(0, transports.find(' ')));
+  std::string lane;
+  while (std::getline(lanes, lane, '+')) {
+    if (lane.rfind("tcp/", 0) != 0) return "";
+  }
+  return " (it runs over TCP only: if the hosts have RDMA NICs, check UCX_TLS and that UCX sees "
+         "them, `ucx_info -d`)";
+}
+
+// A rate or a time, to about three figures: "25", "3.14", "0.095".
+std::string figureText(double value) {
   char text[32];
-  std::snprintf(text, sizeof text, gbps >= 10 ? "%.0f" : gbps >= 1 ? "%.2f" : "%.3f", gbps);
+  std::snprintf(text, sizeof text, value >= 10 ? "%.0f" : value >= 1 ? "%.2f" : "%.3f", value);
   return text;
 }
 
@@ -118,19 +148,22 @@ std::vector<ReducerCheck> checkReducers(const DoctorInput& input) {
         readProbe(out, err, code, &c);
       }
       if (c.joined && input.expect_gbps > 0 && c.gbps < kSlowShare * input.expect_gbps) {
-        c.problem = "is slow: measured " + gbpsText(c.gbps) + " Gbit/s each way, expected " +
-                    gbpsText(input.expect_gbps) + " (" + input.expect_source +
-                    "); check the link between this host and it";
+        c.problem = "is slow: measured " + figureText(c.gbps) + " Gbit/s each way" +
+                    (c.transports.empty() ? "" : " over " + c.transports) + ", expected " +
+                    figureText(input.expect_gbps) + " (" + input.expect_source +
+                    "); check the link between this host and it" + tcpOnlyHint(c.transports);
       }
     }
     std::map<std::string, double> samples;
     double asked_at = 0;
     std::string scrape_error;
     if (i < input.metrics.size() && !input.metrics[i].empty() &&
-        scrapeMetrics(input.metrics[i], &samples, &asked_at, &scrape_error) &&
-        samples.count("libreduce_reducer_clock_seconds") != 0) {
-      c.has_skew = true;
-      c.skew_s = samples["libreduce_reducer_clock_seconds"] - asked_at;
+        scrapeMetrics(input.metrics[i], &samples, &asked_at, &scrape_error)) {
+      if (samples.count("libreduce_reducer_clock_seconds") != 0) {
+        c.has_skew = true;
+        c.skew_s = samples["libreduce_reducer_clock_seconds"] - asked_at;
+      }
+      c.reducer_transports = connectionsByTransport(samples);
     }
     checks.push_back(std::move(c));
   }
@@ -141,7 +174,7 @@ std::string describeChecks(const DoctorInput& input, const std::vector<ReducerCh
   std::ostringstream out;
   out << "reducectl doctor: " << checks.size() << " reducer" << (checks.size() == 1 ? "" : "s")
       << ", probes of " << input.probe_mib << " MiB";
-  if (input.expect_gbps > 0) out << ", expecting " << gbpsText(input.expect_gbps) << " Gbit/s";
+  if (input.expect_gbps > 0) out << ", expecting " << figureText(input.expect_gbps) << " Gbit/s";
   out << "\n";
   int unhealthy = 0;
   std::vector<std::string> notes;
@@ -151,7 +184,7 @@ std::string describeChecks(const DoctorInput& input, const std::vector<ReducerCh
     out << "  " << name << ": " << (c.problem.empty() ? "healthy" : "PROBLEM");
     if (!c.problem.empty()) ++unhealthy;
     if (c.joined) {
-      out << ": joined with the job's secret, " << gbpsText(c.gbps) << " Gbit/s each way";
+      out << ": joined with the job's secret, " << figureText(c.gbps) << " Gbit/s each way";
     } else if (c.reachable) {
       out << ": reachable, not joined";
     } else {
@@ -159,12 +192,16 @@ std::string describeChecks(const DoctorInput& input, const std::vector<ReducerCh
     }
     out << "\n";
     if (!c.via.empty()) out << "    reached from " << c.via << "\n";
+    if (!c.transports.empty()) out << "    carried by " << c.transports << " (UCX, from here)\n";
+    if (!c.reducer_transports.empty()) {
+      out << "    its connections: " << c.reducer_transports << " (UCX, its side)\n";
+    }
     if (c.has_skew) {
       char skew[96];
       std::snprintf(skew, sizeof skew, "    clock %+.3f s from this host's\n", c.skew_s);
       out << skew;
       if (std::fabs(c.skew_s) > kSkewNoteS) {
-        notes.push_back(name + "'s clock is " + gbpsText(std::fabs(c.skew_s)) + " s " +
+        notes.push_back(name + "'s clock is " + figureText(std::fabs(c.skew_s)) + " s " +
                         (c.skew_s > 0 ? "ahead of" : "behind") +
                         " this host's: its timeline will not line up with the workers'");
       }

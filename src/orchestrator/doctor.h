@@ -2,7 +2,8 @@
 // `reducectl doctor`: why a job does not start or runs slowly, asked of its reducers one by
 // one. Each is reached (TCP), joined with the job's secret and probed with verified all-reduces
 // (reduce-probe, through the library itself), its link rate compared with what the spec's NICs
-// let reducectl plan expect, and, where it serves metrics, its clock compared with this one.
+// let reducectl plan expect, the UCX transports and devices the link settled on named, and,
+// where it serves metrics, its clock compared with this one and its own connections' transports.
 // The verdict names each reducer that is down, refuses the secret, answers wrongly or is slow.
 #pragma once
 
@@ -27,9 +28,11 @@ struct DoctorInput {
 struct ReducerCheck {
   std::string address;
   bool reachable = false;
-  std::string via;      // this host's address and interface toward it: "10.0.0.5 on eth1"
-  bool joined = false;  // the probe joined and its all-reduces came back right
-  double gbps = 0;      // measured, each way
+  std::string via;         // this host's address and interface toward it: "10.0.0.5 on eth1"
+  bool joined = false;     // the probe joined and its all-reduces came back right
+  double gbps = 0;         // measured, each way
+  std::string transports;  // what carries the probe's link from here: "tcp/eth1"
+  std::string reducer_transports;  // from its metrics: its connections by transport
   bool has_skew = false;
   double skew_s = 0;    // its clock minus this one's
   std::string problem;  // plain words; empty when healthy

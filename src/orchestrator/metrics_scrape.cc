@@ -82,15 +82,32 @@ bool scrapeMetrics(const std::string& address, std::map<std::string, double>* sa
     *why = "no metrics there (" + reply.substr(0, reply.find('\r')) + ")";
     return false;
   }
-  std::istringstream lines(reply.substr(reply.find("\r\n\r\n") + 4));
+  parseMetricsText(reply.substr(reply.find("\r\n\r\n") + 4), samples);
+  return true;
+}
+
+void parseMetricsText(const std::string& text, std::map<std::string, double>* samples) {
+  std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
-    if (line.empty() || line[0] == '#' || line.find('{') != std::string::npos) continue;
-    const size_t space = line.find(' ');
+    if (line.empty() || line[0] == '#') continue;
+    // The series ends at the first space after its labels, if it has any (a label's value may
+    // hold spaces; our own never hold "} ").
+    const size_t labels_end = line.find('{') == std::string::npos ? 0 : line.find("} ");
+    if (labels_end == std::string::npos) continue;
+    const size_t space = line.find(' ', labels_end);
     if (space == std::string::npos) continue;
     (*samples)[line.substr(0, space)] = std::strtod(line.c_str() + space + 1, nullptr);
   }
-  return true;
+}
+
+std::string labelValue(const std::string& series, const std::string& label) {
+  size_t at = series.find("{" + label + "=\"");
+  if (at == std::string::npos) at = series.find("," + label + "=\"");
+  if (at == std::string::npos) return "";
+  const size_t from = at + label.size() + 3;
+  const size_t end = series.find('"', from);
+  return end == std::string::npos ? "" : series.substr(from, end - from);
 }
 
 }  // namespace rd::orch

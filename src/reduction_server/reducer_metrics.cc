@@ -60,6 +60,9 @@ ServerStats sum(const std::vector<ServerStats>& lanes, std::vector<CommStats>* c
     t.connections_failed += s.connections_failed;
     t.rejoins += s.rejoins;
     t.handshakes_refused += s.handshakes_refused;
+    for (const auto& [carried_by, n] : s.connections_by_transports) {
+      t.connections_by_transports[carried_by] += n;
+    }
     t.totals.chunks_received += s.totals.chunks_received;
     t.totals.bytes_received += s.totals.bytes_received;
     t.totals.bytes_sent += s.totals.bytes_sent;
@@ -151,6 +154,21 @@ std::string renderReducerMetrics(const std::vector<ServerStats>& lanes) {
       "Communicators that failed here and ended.", d(t.comms_failed));
   one(&out, "libreduce_reducer_connections", "gauge", "Worker connections open now.",
       d(t.connections));
+  out.family("libreduce_reducer_connections_by_transport", "gauge",
+             "Worker connections open now, by the UCX transports and devices their link settled "
+             "on (\"tcp/eth0\"; \"unknown\" while it is set up).");
+  size_t listed = 0;
+  double others = 0;
+  for (const auto& [carried_by, n] : t.connections_by_transports) {
+    if (++listed > kMaxTransportsListed) {
+      others += d(n);
+      continue;
+    }
+    out.sample("libreduce_reducer_connections_by_transport", {{"transports", carried_by}}, d(n));
+  }
+  if (others > 0) {
+    out.sample("libreduce_reducer_connections_by_transport", {{"transports", "other"}}, others);
+  }
   one(&out, "libreduce_reducer_connections_failed_total", "counter",
       "Connections closed for a failure: a broken protocol, a lost peer, a timeout.",
       d(t.connections_failed));

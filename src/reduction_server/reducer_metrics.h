@@ -14,6 +14,9 @@ namespace rd::server {
 /** Communicators listed one by one (those holding the most memory); the rest are counted. */
 constexpr size_t kMaxCommsListed = 64;
 
+/** Ways of carrying connections (tcp/eth0, ...) listed one by one; the rest are "other". */
+constexpr size_t kMaxTransportsListed = 16;
+
 /** The exposition text for a reducer whose lanes reported @p lanes (summed over them). */
 std::string renderReducerMetrics(const std::vector<ServerStats>& lanes);
 

@@ -108,6 +108,10 @@ ServerStats ReductionServer::stats() {
     s.connections_failed = connections_failed_;
     s.rejoins = rejoins_;
     s.handshakes_refused = transport_->handshakesRefused();
+    for (const auto& [conn, peer] : peers_) {
+      const std::string carried_by = transport_->linkTransports(conn);
+      ++s.connections_by_transports[carried_by.empty() ? "unknown" : carried_by];
+    }
     s.totals = *counters_;
     for (auto& [id, comm] : comms_) {
       CommStats c;

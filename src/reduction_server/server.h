@@ -70,8 +70,11 @@ struct ServerStats {
   uint64_t connections_failed = 0;  // closed since start for a failure (protocol, loss, timeout)
   uint64_t rejoins = 0;             // communicators admitted as a replacement reducer
   uint64_t handshakes_refused = 0;  // connections the bootstrap handshake refused
-  ReducerCounters totals;           // what every communicator did since start
-  std::vector<CommStats> comms;     // each communicator here now
+  // Worker connections open now by what carries them (Transport::linkTransports: "tcp/eth0";
+  // "unknown" while a link is still being set up).
+  std::map<std::string, size_t> connections_by_transports;
+  ReducerCounters totals;        // what every communicator did since start
+  std::vector<CommStats> comms;  // each communicator here now
 };
 
 class ReductionServer {

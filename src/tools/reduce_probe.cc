@@ -6,8 +6,9 @@
 //   reduce-probe --reducer HOST:PORT [--secret-file PATH] [--mib M] [--iters K]
 //                [--timeout-ms T]
 //
-// Prints one line: "PROBE OK reducer=... bytes=... seconds=... gbps=..." (gbps: the bytes of
-// one direction over the time, the link rate the reducer sees each way), or
+// Prints one line: "PROBE OK reducer=... bytes=... seconds=... gbps=... transports=..." (gbps:
+// the bytes of one direction over the time, the link rate the reducer sees each way;
+// transports: the UCX transports and devices the link settled on, "tcp/eth1"), or
 // "PROBE FAILED reducer=... status=NAME: why", with exit status 1; 2 for bad usage.
 #include <libreduce/comm.h>
 #include <libreduce/reduce.h>
@@ -122,9 +123,15 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // The link is wired up by now: what it settled on is what the job's ranks would use.
+  char transports[256] = {};
+  if (rdCommGetReducerTransports(comm, 0, transports, sizeof transports) != rdSuccess ||
+      transports[0] == '\0') {
+    std::snprintf(transports, sizeof transports, "unknown");
+  }
   rdCommDestroy(comm);
   const double bytes = static_cast<double>(count) * sizeof(float) * static_cast<double>(o.iters);
-  std::printf("PROBE OK reducer=%s bytes=%.0f seconds=%.6f gbps=%.4f\n", o.reducer.c_str(), bytes,
-              seconds, bytes * 8 / seconds / 1e9);
+  std::printf("PROBE OK reducer=%s bytes=%.0f seconds=%.6f gbps=%.4f transports=%s\n",
+              o.reducer.c_str(), bytes, seconds, bytes * 8 / seconds / 1e9, transports);
   return 0;
 }

@@ -126,6 +126,13 @@ class Transport {
   /** The peer address of @p conn, "" if unknown. */
   virtual std::string peerName(ConnId conn) const = 0;
 
+  /**
+   * What carries @p conn: the transports and devices of its link, "TL/DEVICE" joined by '+'
+   * ("tcp/eth0", "posix/memory+cma/memory"); "" while it is not known yet (the handshake or the
+   * link's wire-up still runs) or for an unknown connection.
+   */
+  virtual std::string linkTransports(ConnId conn) const = 0;
+
   /** Connections its listeners refused in the handshake (a wrong key, garbage), so far. */
   virtual uint64_t handshakesRefused() const { return 0; }
 

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""`reducectl doctor` against real reducers: a healthy pool (reached, joined, probed, its clock
-read from its metrics), a wrong secret, a reducer down beside a healthy one, and a slow link:
-a job under --emulate-network whose NICs are 100 Mbit/s runs the doctor as its rank against its
-own reducers, expecting 1 Gbit/s. Each problem is named in the verdict, on the reducer it is."""
+"""`reducectl doctor` against real reducers: a healthy pool (reached, joined, probed, the UCX
+transport its link settled on named, its clock read from its metrics), a wrong secret, a reducer
+down beside a healthy one, and a slow link: a job under --emulate-network whose NICs are
+100 Mbit/s runs the doctor as its rank against its own reducers, expecting 1 Gbit/s. Each problem is named in the verdict, on the reducer it is."""
 
 import os
 import re
@@ -64,6 +64,7 @@ class DoctorTests(JobCase):
         self.assertEqual(code, 0, out + err)
         self.assertIn(f"reducer 0 ({a.address}): healthy: joined with the job's secret", out)
         self.assertIn("reached from 127.0.0.1 on lo", out)
+        self.assertRegex(out, r"carried by [\w-]+/[\w:.-]+\S* \(UCX, from here\)")
         skew = float(re.search(r"clock ([-+][0-9.]+) s from this host's", out).group(1))
         self.assertLess(abs(skew), 1.0, "one machine, one clock")
         self.assertIn("verdict: every reducer is healthy", out)
@@ -104,9 +105,11 @@ class DoctorTests(JobCase):
             text = f.read()
         self.assertIn("doctor-exit=1", text)
         match = re.search(r"reducer 0 \(198\.18\.1\.1:\d+\) is slow: measured ([0-9.]+) Gbit/s "
-                          r"each way, expected 1\.00 \(--expect-gbps\)", text)
+                          r"each way over (\S+), expected 1\.00 \(--expect-gbps\)", text)
         self.assertIsNotNone(match, text)
         self.assertLess(float(match.group(1)), 0.1 * 1.1, "a 100 Mbit/s NIC cannot carry more")
+        # The verdict names what carries the link: UCX on the emulated NIC, the one shaped.
+        self.assertIn("/eth0", match.group(2), text)
         self.assertIn("reached from 198.18.0.1 on eth0", text)
 
 

@@ -130,6 +130,26 @@ def test_compressed_all_reduce_is_the_float32_sum_of_rounded_inputs(reducers):
     assert all("COMPRESSED OK" in out for _, out in results), results
 
 
+def test_reducer_transports_name_what_carries_each_link(reducers, solo):
+    """A communicator of one rank in this process through a real reducer: once an operation
+    went through, its link names the UCX transport and device it settled on (on this host's
+    loopback); a reducer it does not have, and the ring's none, are errors."""
+    addresses = reducers.start(1)
+    with open(reducers.secret_file) as f:
+        secret = f.read().strip()
+    uid = libreduce.unique_id(reducers=addresses, secret=secret)
+    with libreduce.Communicator(0, 1, uid, timeout=20) as c:
+        a = np.arange(1 << 16, dtype=np.float32)
+        assert np.array_equal(c.all_reduce(a.copy()), a)
+        assert re.fullmatch(r"[\w-]+/[\w:.-]+(\+[\w-]+/[\w:.-]+)*( \(results: .+\))?",
+                            c.reducer_transports(0)), c.reducer_transports(0)
+        assert "lo" in c.reducer_transports(0)
+        with pytest.raises(libreduce.InvalidArgumentError, match="reducer 1 of 1"):
+            c.reducer_transports(1)
+    with pytest.raises(libreduce.InvalidArgumentError, match="reducer 0 of 0"):
+        solo.reducer_transports(0)
+
+
 def test_wrong_secret_is_refused(reducers, tmp_path):
     addresses = reducers.start(1)
     wrong = tmp_path / "wrong"

@@ -6,6 +6,7 @@ API; and what the endpoint answers to anything but a scrape."""
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -185,6 +186,13 @@ def test_prometheus_server_scrapes_a_reducer_and_the_workers_of_a_job(reducers, 
             targets = json.load(r)["data"]["activeTargets"]
         assert sorted((t["labels"]["job"], t["health"]) for t in targets) == [
             ("reducers", "up"), ("workers", "up"), ("workers", "up")], targets
+        # While the ranks are still connected, the reducer names what carries each connection:
+        # UCX transports and devices ("tcp/lo"), every one settled by the operations that ran.
+        live = samples(scrape(reducers.metrics[0]))
+        carried = {dict(labels)["transports"]: v for (name, labels), v in live.items()
+                   if name == "libreduce_reducer_connections_by_transport"}
+        assert sum(carried.values()) == value(live, "libreduce_reducer_connections") == 4, live
+        assert all(re.fullmatch(r"[\w-]+/[\w:.-]+(\+[\w-]+/[\w:.-]+)*", t) for t in carried), carried
     finally:
         release.touch()
         job.join(timeout=120)

@@ -153,6 +153,15 @@ TEST_F(TwoRanks, ArgumentErrorsCancelAndCompletionCallbacks) {
   EXPECT_EQ(rdRecvAsync(&x, 1, rdNumDataTypes, 0, 0, comms_[1], &r), rdInvalidArgument);
   EXPECT_EQ(rdSend(&x, 1, rdFloat32, 1, 0, nullptr), rdInvalidArgument);
   EXPECT_EQ(rdRequestCancel(nullptr), rdInvalidArgument);
+  // A ring communicator has no reducer to name the transports of.
+  char transports[64] = "untouched";
+  EXPECT_EQ(rdCommGetReducerTransports(comms_[0], 0, transports, sizeof transports),
+            rdInvalidArgument);
+  EXPECT_NE(std::string(rdGetLastError()).find("reducer 0 of 0"), std::string::npos);
+  EXPECT_EQ(rdCommGetReducerTransports(comms_[0], -1, transports, sizeof transports),
+            rdInvalidArgument);
+  EXPECT_EQ(rdCommGetReducerTransports(comms_[0], 0, nullptr, 0), rdInvalidArgument);
+  EXPECT_STREQ(transports, "untouched");
 
   // A receive nothing matched is cancelled; its callback runs once, on completion.
   std::atomic<int> called{0};

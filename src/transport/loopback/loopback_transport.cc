@@ -226,6 +226,10 @@ std::string LoopbackTransport::peerName(ConnId conn) const {
   return it == conns_.end() ? std::string() : it->second.peer;
 }
 
+std::string LoopbackTransport::linkTransports(ConnId conn) const {
+  return conns_.count(conn) != 0 ? "loopback" : "";
+}
+
 rdResult_t LoopbackTransport::registerMemory(void* ptr, size_t /*len*/, MemRegion* region) {
   *region = ptr;  // nothing to register in one address space
   return rdSuccess;

@@ -35,6 +35,7 @@ class LoopbackTransport final : public Transport, public EventSource {
             size_t payload_len, Completion done, MemRegion region) override;
   void close(ConnId conn) override;
   std::string peerName(ConnId conn) const override;
+  std::string linkTransports(ConnId conn) const override;
   rdResult_t registerMemory(void* ptr, size_t len, MemRegion* region) override;
   void deregisterMemory(MemRegion region) override;
   void stop() override;

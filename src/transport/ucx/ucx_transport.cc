@@ -10,6 +10,7 @@
 #include "common/settings.h"
 #include "common/status.h"
 #include "transport/ucx/ucx_devices.h"
+#include "transport/ucx/ucx_ep_info.h"
 #include "transport/ucx/ucx_payload.h"
 
 namespace rd::transport {
@@ -471,6 +472,13 @@ void UcxTransport::forget(ConnId conn) {
 std::string UcxTransport::peerName(ConnId conn) const {
   auto it = conns_.find(conn);
   return it == conns_.end() ? std::string() : it->second.peer;
+}
+
+std::string UcxTransport::linkTransports(ConnId conn) const {
+  auto it = conns_.find(conn);
+  if (it == conns_.end() || it->second.link.empty()) return "";
+  auto link = links_.find(it->second.link);
+  return link == links_.end() ? std::string() : endpointTransports(link->second.ep);
 }
 
 rdResult_t UcxTransport::registerMemory(void* ptr, size_t len, MemRegion* region) {

@@ -47,6 +47,7 @@ class UcxTransport final : public Transport {
             size_t payload_len, Completion done, MemRegion region) override;
   void close(ConnId conn) override;
   std::string peerName(ConnId conn) const override;
+  std::string linkTransports(ConnId conn) const override;
   uint64_t handshakesRefused() const override { return bootstrap_ ? bootstrap_->refusals() : 0; }
   rdResult_t registerMemory(void* ptr, size_t len, MemRegion* region) override;
   void deregisterMemory(MemRegion region) override;
