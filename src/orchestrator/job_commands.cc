@@ -11,13 +11,12 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
-#include <map>
 #include <string>
 #include <thread>
 
 #include "orchestrator/job_files.h"
 #include "orchestrator/job_status.h"
-#include "orchestrator/metrics_scrape.h"
+#include "orchestrator/live_figures.h"
 #include "orchestrator/slurm_commands.h"
 
 namespace rd::orch {
@@ -148,46 +147,6 @@ void tellDetachedWaiter(int* fd, const std::string& line) {
   *fd = -1;
 }
 
-namespace {
-
-std::string bytesText(double bytes) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  size_t unit = 0;
-  while (bytes >= 1024 && unit + 1 < std::size(kUnits)) {
-    bytes /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
-  return text;
-}
-
-// A running local job's reducers, live from their metrics (recorded as each became ready).
-void showReducerFigures(const std::string& dir) {
-  std::ifstream in(dir + "/reducectl/reducer-metrics");
-  std::string name, address;
-  while (in >> name >> address) {
-    std::map<std::string, double> m;
-    double asked_at = 0;
-    std::string why;
-    if (!scrapeMetrics(address, &m, &asked_at, &why)) {
-      std::printf("  %s: its metrics at %s cannot be read: %s\n", name.c_str(), address.c_str(),
-                  why.c_str());
-      continue;
-    }
-    auto v = [&m](const char* metric) { return m["libreduce_reducer_" + std::string(metric)]; };
-    std::printf(
-        "  %s: %.0f operations served, %.0f failed; %s received, %s sent; "
-        "%.0f communicator(s), %.0f connection(s); memory %s of %s\n",
-        name.c_str(), v("operations_served_total"), v("operations_failed_total"),
-        bytesText(v("received_bytes_total")).c_str(), bytesText(v("sent_bytes_total")).c_str(),
-        v("communicators"), v("connections"), bytesText(v("memory_used_bytes")).c_str(),
-        bytesText(v("memory_limit_bytes")).c_str());
-  }
-}
-
-}  // namespace
-
 int showJobStatus(const std::string& id_or_dir) {
   std::string dir;
   JobStatusRecord s;
@@ -206,7 +165,7 @@ int showJobStatus(const std::string& id_or_dir) {
   if (!isFinalState(s.state) && !followed) {
     std::printf("  note: the reducectl that followed it (pid %d) is gone\n", s.driver_pid);
   }
-  if (!isFinalState(s.state)) showReducerFigures(dir);
+  showLiveFigures(dir, !isFinalState(s.state));
   return 0;
 }
 

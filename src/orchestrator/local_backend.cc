@@ -22,6 +22,7 @@
 #include "orchestrator/job_files.h"
 #include "orchestrator/job_record.h"
 #include "orchestrator/job_status.h"
+#include "orchestrator/live_figures.h"
 #include "orchestrator/local_job.h"
 #include "orchestrator/network_emulation.h"
 #include "orchestrator/orphan_guard.h"
@@ -29,6 +30,7 @@
 #include "orchestrator/replica_env.h"
 #include "orchestrator/replica_output.h"
 #include "orchestrator/replica_process.h"
+#include "orchestrator/trace_merge.h"
 
 namespace rd::orch {
 
@@ -74,6 +76,7 @@ JobResult LocalJob::run() {
   mergeRankEvents(spec_, layout_.output_dir, epochSecondsAgo(seconds), &failovers_,
                   &events_warning);
   if (!events_warning.empty()) display_.note("warning: " + events_warning);
+  if (options_.trace) mergeTrace();
   record.failovers = failovers_;
   result = reportJobEnd(record, replicas_, log_dir_, cancel_signal_, &display_);
   restoreSignals();
@@ -91,6 +94,7 @@ bool LocalJob::prepare(std::string* error) {
   for (const char* sub : {"/reducectl", "/model", "/checkpoints", "/logs"}) {
     if (!makeDirectories(layout_.output_dir + sub, error)) return false;
   }
+  if (options_.trace && !makeDirectories(traceDir(), error)) return false;
   if (!checkContainerImages(spec_, error)) return false;
   for (const PoolSpec& pool : spec_.pools) {
     if (pool.replica_count > 0 && !pool.note.empty()) display_.note(pool.note);
@@ -169,10 +173,18 @@ bool LocalJob::launch(Replica& r) {
   // Where the ranks tell of reducer failovers, for the job record (the spec's own setting wins).
   if (isRankPool(r.id.pool)) {
     env.emplace_back("LIBREDUCE_EVENTS_FILE", rankEventsFile(layout_.output_dir, r.name));
+    addRankMetrics(r, &env);
   }
   for (auto& kv : replicaEnvironment(spec_, layout_, r.id)) env.push_back(std::move(kv));
   if (r.id.pool == PoolKind::kReducers) env.emplace_back("LIBREDUCE_READY_FILE", r.ready_file);
   req.env = inheritedEnvironment(environ);
+  if (options_.trace) {
+    // --trace wins over a LIBREDUCE_TRACE of the spec's or of this environment.
+    for (auto* list : {&env, &req.env}) {
+      std::erase_if(*list, [](const auto& kv) { return kv.first == "LIBREDUCE_TRACE"; });
+    }
+    env.emplace_back("LIBREDUCE_TRACE", traceDir());
+  }
   if (!pool.container.image_uri.empty()) {
     // The container gets the replica's environment only; podman itself runs with reducectl's.
     bool reducer = r.id.pool == PoolKind::kReducers;
@@ -368,6 +380,45 @@ void LocalJob::checkProvisioning() {
   startOthers();
 }
 
+void LocalJob::addRankMetrics(const Replica& r,
+                              std::vector<std::pair<std::string, std::string>>* env) {
+  // The spec's or this environment's own LIBREDUCE_METRICS (an endpoint a Prometheus server
+  // scrapes, say) wins: then status has no figures of the ranks.
+  auto given = [env](const char* variable) {
+    for (const auto& kv : *env) {
+      if (kv.first == variable) return true;
+    }
+    return std::getenv(variable) != nullptr;
+  };
+  if (given("LIBREDUCE_METRICS")) return;
+  const std::string dir = rankMetricsDir(layout_.output_dir, r.name);
+  std::string error;
+  if (!makeDirectories(dir, &error)) {
+    display_.note(r.name + ": no metrics for reducectl status: " + error);
+    return;
+  }
+  env->emplace_back("LIBREDUCE_METRICS", dir);
+  if (!given("LIBREDUCE_METRICS_INTERVAL_MS")) {
+    env->emplace_back("LIBREDUCE_METRICS_INTERVAL_MS", kRankMetricsIntervalMs);
+  }
+}
+
+std::string LocalJob::traceDir() const {
+  return layout_.output_dir + "/trace";
+}
+
+void LocalJob::mergeTrace() {
+  const std::string merged = layout_.output_dir + "/trace.json";
+  TraceMergeReport report;
+  std::string error;
+  if (!mergeTraces({traceDir()}, merged, &report, &error)) {
+    display_.note("warning: no timeline: " + error);
+    return;
+  }
+  display_.note("timeline of " + std::to_string(report.files) + " process(es): " + merged);
+  for (const std::string& refused : report.refused) display_.note("warning: left out " + refused);
+}
+
 void LocalJob::recordReducerMetrics(const Replica& r) {
   const std::string metrics = readyField(r.ready_file, "metrics");
   if (metrics.empty()) return;
@@ -376,7 +427,7 @@ void LocalJob::recordReducerMetrics(const Replica& r) {
   for (const auto& [name, address] : reducer_metrics_) {
     text.append(name).append(" ").append(address).append("\n");
   }
-  writeFileAtomically(log_dir_ + "/reducer-metrics", text);
+  writeFileAtomically(reducerMetricsList(layout_.output_dir), text);
 }
 
 void LocalJob::checkDeadlines() {

@@ -35,6 +35,9 @@ struct RunOptions {
   // (root; network_emulation.h), built with the harness tool at netns_tool.
   bool emulate_network = false;
   std::string netns_tool;
+  // --trace: every replica (ranks and built-in reducers) writes its timeline into
+  // OUTPUT_DIR/trace (LIBREDUCE_TRACE), merged into OUTPUT_DIR/trace.json at the job's end.
+  bool trace = false;
   // --detach: the job's start (local: the reducers launched; Slurm: the job submitted) is told
   // by writing its id to this pipe, which is then closed; -1: no one waits.
   int notify_fd = -1;

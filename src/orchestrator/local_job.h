@@ -64,8 +64,14 @@ class LocalJob {
   void restoreSignals();
   void drain(Replica& r, bool is_stderr, bool final);
   void checkProvisioning();
+  // --trace: where the replicas write their timelines, and their merge at the job's end.
+  std::string traceDir() const;
+  void mergeTrace();
+  // A rank's metrics textfile directory (LIBREDUCE_METRICS) in @p env, for `reducectl status`,
+  // unless the spec or reducectl's environment names one of its own.
+  void addRankMetrics(const Replica& r, std::vector<std::pair<std::string, std::string>>* env);
   // A built-in reducer's metrics endpoint (its ready line's metrics=), written to
-  // LOG_DIR/reducer-metrics for `reducectl status`.
+  // reducerMetricsList() for `reducectl status`.
   void recordReducerMetrics(const Replica& r);
   void checkDeadlines();
   void succeed(const std::string& why);

@@ -3,7 +3,7 @@
 //
 //   reducectl run SPEC [--backend local|slurm] [--detach] [--quiet] [--job-id ID]
 //                      [--reduce-server PATH] [--ready-timeout SEC] [--stop-grace SEC]
-//                      [--emulate-network] [--netns-tool PATH]
+//                      [--emulate-network] [--netns-tool PATH] [--trace]
 //   reducectl render --backend slurm|kubernetes SPEC
 //   reducectl status JOB | reducectl cancel JOB [--wait SEC]
 //   reducectl launch [--workers N] [--reducers M] [--algo NAME] [--timeout SEC] [--name NAME]
@@ -35,6 +35,7 @@
 #include "orchestrator/local_backend.h"
 #include "orchestrator/plan_model.h"
 #include "orchestrator/pool_key.h"
+#include "orchestrator/reducectl_usage.h"
 #include "orchestrator/slurm_backend.h"
 #include "orchestrator/slurm_replica.h"
 #include "orchestrator/trace_merge.h"
@@ -47,61 +48,6 @@ using rd::orch::JobSpec;
 using rd::orch::PoolKind;
 
 constexpr int kExitUsage = 2;
-
-void usage(FILE* out) {
-  std::fputs(
-      "usage: reducectl run SPEC [options]     run a job (on this machine, or on Slurm)\n"
-      "       reducectl launch [options] -- PROGRAM [ARGS...]\n"
-      "                                        run PROGRAM as N ranks through M reducers\n"
-      "       reducectl tune SPEC [options]    run a hyperparameter tuning job: trials of its\n"
-      "                                        trialJobSpec, parameters from its studySpec\n"
-      "       reducectl tune --resume DIR      continue the tuning job kept in DIR\n"
-      "       reducectl validate SPEC [--backend NAME]\n"
-      "                                        check a job or tuning spec for a backend\n"
-      "                                        (default local), describe it\n"
-      "       reducectl render --backend slurm|kubernetes SPEC\n"
-      "                                        print the Slurm batch script, or the manifests\n"
-      "       reducectl status JOB             a job's state (JOB: its id or its directory)\n"
-      "       reducectl cancel JOB [--wait SEC]  cancel a job another reducectl follows\n"
-      "       reducectl plan SPEC | --workers N --worker-gbps G [--reducer-gbps R] "
-      "[--reducers K]\n"
-      "                                        how many reducers, and the predicted speed-up\n"
-      "       reducectl pool key COMM_ID --secret-file POOL_SECRET [--out FILE]\n"
-      "                                        the key of one job on a shared reducer pool\n"
-      "       reducectl doctor SPEC | --reducers HOST:PORT,... [--secret-file PATH]\n"
-      "                [--metrics HOST:PORT,...] [--expect-gbps G] [--probe-mib M]\n"
-      "                                        check each reducer: reachable, the secret,\n"
-      "                                        verified probes and their rate, its clock\n"
-      "       reducectl trace merge INPUT... -o FILE\n"
-      "                                        join the timelines of a job (LIBREDUCE_TRACE\n"
-      "                                        directories or files) into one Chrome trace\n"
-      "run options:\n"
-      "  --backend NAME        local (default: processes on this machine), slurm (a\n"
-      "                        heterogeneous Slurm job; the job directory must be shared) or\n"
-      "                        kubernetes (a JobSet, through kubectl)\n"
-      "  --reducer-image IMG   kubernetes: the built-in reducer's image\n"
-      "  --image IMG           kubernetes: the image of pools given as a command\n"
-      "  --detach              start the job in the background, print its id and return\n"
-      "  --quiet               replicas' output only to their logs, not to the terminal\n"
-      "  --job-id ID           the job id (default: NAME-DATE-TIME-XXXX)\n"
-      "  --reduce-server PATH  the built-in reducer (default: next to reducectl, else PATH)\n"
-      "  --ready-timeout SEC   how long reducers get to become ready (default 30)\n"
-      "  --stop-grace SEC      SIGTERM, then this long before SIGKILL (default 10)\n"
-      "  --emulate-network     (root) each replica in a network namespace whose link is capped\n"
-      "                        at its pool's resources.nicGbps (launch: --nic-gbps G)\n"
-      "  --netns-tool PATH     the harness's netns.py that builds them\n"
-      "launch options (and the run options):\n"
-      "  --workers N           ranks (default 4): the primary and N-1 workers\n"
-      "  --reducers M          built-in reducers (default 2; 0: ring all-reduce)\n"
-      "  --algo NAME           LIBREDUCE_ALGO for the ranks (reduce-info lists them; default\n"
-      "                        auto: rs with reducers, else ring)\n"
-      "  --timeout SEC         job timeout (default 600)\n"
-      "  --name NAME           job name (default launch)\n"
-      "  --output-dir DIR      base output directory (default $TMPDIR or /tmp, /reducectl-jobs)\n"
-      "Exit status: 0 succeeded, 1 failed, 2 bad usage or spec, 128+N cancelled by signal N.\n"
-      "The spec format: docs/reducectl.md.\n",
-      out);
-}
 
 [[noreturn]] void die(const std::string& message) {
   std::fprintf(stderr, "reducectl: %s\n", message.c_str());
@@ -119,7 +65,7 @@ Args parseArgs(int argc, char** argv, int first, const std::vector<std::string>&
   for (int i = first; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
-      usage(stdout);
+      rd::orch::printReducectlUsage(stdout);
       std::exit(0);
     }
     if (a.rfind("--", 0) != 0) {
@@ -241,6 +187,10 @@ int startJob(const JobSpec& spec, RunRequest request) {
   if (request.backend != "local" && request.options.emulate_network) {
     die("--emulate-network is for the local backend (namespaces on this machine)");
   }
+  if (request.backend != "local" && request.options.trace) {
+    die("--trace is for the local backend (elsewhere: LIBREDUCE_TRACE in the spec's env, then "
+        "reducectl trace merge)");
+  }
   if (!request.detach) return runOnBackend(spec, request).exit_code;
   if (request.options.job_id.empty()) request.options.job_id = rd::orch::makeJobId(spec.name);
   request.options.quiet = true;
@@ -290,13 +240,16 @@ bool runOption(const std::string& name, const std::string& value, rd::orch::RunO
     options->emulate_network = true;
   } else if (name == "--netns-tool") {
     options->netns_tool = value;
+  } else if (name == "--trace") {
+    options->trace = true;
   } else {
     return false;
   }
   return true;
 }
 
-const std::vector<std::string> kRunSwitches = {"--quiet", "--emulate-network", "--detach"};
+const std::vector<std::string> kRunSwitches = {"--quiet", "--emulate-network", "--detach",
+                                               "--trace"};
 
 int cmdRun(int argc, char** argv) {
   Args args = parseArgs(argc, argv, 2, kRunSwitches);
@@ -412,7 +365,7 @@ const char* algorithmText(rd::orch::tune::Algorithm a) {
 }
 
 int cmdTune(int argc, char** argv) {
-  Args args = parseArgs(argc, argv, 2, {"--quiet", "--emulate-network"});
+  Args args = parseArgs(argc, argv, 2, {"--quiet", "--emulate-network", "--trace"});
   rd::orch::tune::TuneOptions options;
   options.run = defaultRunOptions();
   options.plot_tool = defaultPlotTool();
@@ -595,12 +548,12 @@ int main(int argc, char** argv) {
   // return, not the end of reducectl.
   signal(SIGPIPE, SIG_IGN);
   if (argc < 2) {
-    usage(stderr);
+    rd::orch::printReducectlUsage(stderr);
     return kExitUsage;
   }
   std::string command = argv[1];
   if (command == "-h" || command == "--help" || command == "help") {
-    usage(stdout);
+    rd::orch::printReducectlUsage(stdout);
     return 0;
   }
   if (command == "--version" || command == "version") {
@@ -635,6 +588,6 @@ int main(int argc, char** argv) {
                "reducectl: unknown command '%s' (run, launch, tune, validate, plan, render, "
                "status, cancel, pool, trace, doctor)\n",
                command.c_str());
-  usage(stderr);
+  rd::orch::printReducectlUsage(stderr);
   return kExitUsage;
 }

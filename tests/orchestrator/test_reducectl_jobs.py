@@ -410,9 +410,11 @@ class JobTests(JobCase):
         self.assertEqual(unknown.returncode, 2)
         self.assertIn("no job 'no-such-job'", unknown.stderr)
 
-    def test_status_shows_the_reducers_live_figures(self):
-        """While a job runs, status reads each built-in reducer's metrics endpoint: what it
-        served so far, and its memory; once the job ended, nothing is scraped."""
+    def test_status_shows_the_reducers_and_ranks_figures(self):
+        """While a job runs, status reads each built-in reducer's metrics endpoint (what it
+        served so far, and its memory) and each rank's metrics textfile, which reducectl gave it
+        a directory for; once the job ended, no reducer is scraped, and the ranks' last files
+        tell what they did: both ran the same collectives, none failed."""
         release = os.path.join(self.dir, "release")
         demo = " ".join([DEMO, "--max-bytes", "256K", "--iters", "2", "--warmup", "0"])
         stay = f"{demo} && while [ ! -e {release} ]; do sleep 0.05; done"
@@ -420,6 +422,9 @@ class JobTests(JobCase):
         _, env = self.detach(spec)
         figures = re.compile(r"reducer-(\d): (\d+) operations served, 0 failed; .* received, "
                              r".* sent; .*; memory .* of 1\.0 GiB")
+        ranks = re.compile(r"(primary-0|worker-0): (\d+) collective\(s\) done, 0 failed; most "
+                           r"time in [A-Za-z]+ of \d+B?-?\d*[KMG]?B over \w+: \d+ at [0-9.]+ "
+                           r"[mu]?s mean, [0-9.]+ GB/s \(written \d+ s ago\)")
 
         def status():
             done = subprocess.run([REDUCECTL, "status", self.job_id], capture_output=True,
@@ -427,15 +432,20 @@ class JobTests(JobCase):
             self.assertEqual(done.returncode, 0, done.stderr)
             return done.stdout
 
+        def done_by_rank(text):
+            return {m.group(1): int(m.group(2)) for m in ranks.finditer(text)}
+
         served, text = {}, ""
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and not (
-                len(served) == 2 and all(n > 0 for n in served.values())):
+                len(served) == 2 and all(n > 0 for n in served.values())
+                and len(done_by_rank(text)) == 2):
             text = status()
             served = {m.group(1): int(m.group(2)) for m in figures.finditer(text)}
             time.sleep(0.1)
         self.assertEqual(sorted(served), ["0", "1"], text)
         self.assertTrue(all(n > 0 for n in served.values()), text)
+        self.assertEqual(sorted(done_by_rank(text)), ["primary-0", "worker-0"], text)
         with open(release, "w"):
             pass
         deadline = time.monotonic() + 90
@@ -444,6 +454,10 @@ class JobTests(JobCase):
             time.sleep(0.1)
         self.assertIn(f"job {self.job_id}: SUCCEEDED", text)
         self.assertNotIn("operations served", text)
+        final = done_by_rank(text)
+        self.assertEqual(sorted(final), ["primary-0", "worker-0"], text)
+        self.assertGreater(final["primary-0"], 0, text)
+        self.assertEqual(final["primary-0"], final["worker-0"], text)
 
     def test_status_after_reducectl_is_killed(self):
         """A detached job whose reducectl dies by SIGKILL: status says FAILED and why, not the

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "orchestrator/reducectl_usage.h"
+
+namespace rd::orch {
+
+void printReducectlUsage(FILE* out) {
+  std::fputs(
+      "usage: reducectl run SPEC [options]     run a job (on this machine, or on Slurm)\n"
+      "       reducectl launch [options] -- PROGRAM [ARGS...]\n"
+      "                                        run PROGRAM as N ranks through M reducers\n"
+      "       reducectl tune SPEC [options]    run a hyperparameter tuning job: trials of its\n"
+      "                                        trialJobSpec, parameters from its studySpec\n"
+      "       reducectl tune --resume DIR      continue the tuning job kept in DIR\n"
+      "       reducectl validate SPEC [--backend NAME]\n"
+      "                                        check a job or tuning spec for a backend\n"
+      "                                        (default local), describe it\n"
+      "       reducectl render --backend slurm|kubernetes SPEC\n"
+      "                                        print the Slurm batch script, or the manifests\n"
+      "       reducectl status JOB             a job's state (JOB: its id or its directory)\n"
+      "       reducectl cancel JOB [--wait SEC]  cancel a job another reducectl follows\n"
+      "       reducectl plan SPEC | --workers N --worker-gbps G [--reducer-gbps R] "
+      "[--reducers K]\n"
+      "                                        how many reducers, and the predicted speed-up\n"
+      "       reducectl pool key COMM_ID --secret-file POOL_SECRET [--out FILE]\n"
+      "                                        the key of one job on a shared reducer pool\n"
+      "       reducectl doctor SPEC | --reducers HOST:PORT,... [--secret-file PATH]\n"
+      "                [--metrics HOST:PORT,...] [--expect-gbps G] [--probe-mib M]\n"
+      "                                        check each reducer: reachable, the secret,\n"
+      "                                        verified probes and their rate, its clock\n"
+      "       reducectl trace merge INPUT... -o FILE\n"
+      "                                        join the timelines of a job (LIBREDUCE_TRACE\n"
+      "                                        directories or files) into one Chrome trace\n"
+      "run options:\n"
+      "  --backend NAME        local (default: processes on this machine), slurm (a\n"
+      "                        heterogeneous Slurm job; the job directory must be shared) or\n"
+      "                        kubernetes (a JobSet, through kubectl)\n"
+      "  --reducer-image IMG   kubernetes: the built-in reducer's image\n"
+      "  --image IMG           kubernetes: the image of pools given as a command\n"
+      "  --detach              start the job in the background, print its id and return\n"
+      "  --quiet               replicas' output only to their logs, not to the terminal\n"
+      "  --job-id ID           the job id (default: NAME-DATE-TIME-XXXX)\n"
+      "  --reduce-server PATH  the built-in reducer (default: next to reducectl, else PATH)\n"
+      "  --ready-timeout SEC   how long reducers get to become ready (default 30)\n"
+      "  --stop-grace SEC      SIGTERM, then this long before SIGKILL (default 10)\n"
+      "  --emulate-network     (root) each replica in a network namespace whose link is capped\n"
+      "                        at its pool's resources.nicGbps (launch: --nic-gbps G)\n"
+      "  --netns-tool PATH     the harness's netns.py that builds them\n"
+      "  --trace               every replica writes its timeline to JOB_DIR/trace, merged\n"
+      "                        into JOB_DIR/trace.json at the end (local backend)\n"
+      "launch options (and the run options):\n"
+      "  --workers N           ranks (default 4): the primary and N-1 workers\n"
+      "  --reducers M          built-in reducers (default 2; 0: ring all-reduce)\n"
+      "  --algo NAME           LIBREDUCE_ALGO for the ranks (reduce-info lists them; default\n"
+      "                        auto: rs with reducers, else ring)\n"
+      "  --timeout SEC         job timeout (default 600)\n"
+      "  --name NAME           job name (default launch)\n"
+      "  --output-dir DIR      base output directory (default $TMPDIR or /tmp, /reducectl-jobs)\n"
+      "Exit status: 0 succeeded, 1 failed, 2 bad usage or spec, 128+N cancelled by signal N.\n"
+      "The spec format: docs/reducectl.md.\n",
+      out);
+}
+
+}  // namespace rd::orch
