@@ -51,15 +51,18 @@ std::string messageSizeLabel(uint64_t bytes) {
   return std::to_string(n) + "-" + std::to_string(n + 1) + kUnits[unit];
 }
 
+// The bounds are never destroyed: the exit handler that writes the textfile (get(), below) was
+// registered before they were first made, so static destruction would free them before it runs.
 const std::vector<double>& WorkerMetrics::secondsBounds() {
-  static const std::vector<double> bounds = {1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2,
-                                             3e-2, 0.1,  0.3,  1,    3,    10};
-  return bounds;
+  static const auto* const bounds = new std::vector<double>{
+      1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1, 3, 10};
+  return *bounds;
 }
 
 const std::vector<double>& WorkerMetrics::gbpsBounds() {
-  static const std::vector<double> bounds = {0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100, 300, 1000};
-  return bounds;
+  static const auto* const bounds =
+      new std::vector<double>{0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100, 300, 1000};
+  return *bounds;
 }
 
 WorkerMetrics* WorkerMetrics::get() {
