@@ -54,8 +54,8 @@ std::string messageSizeLabel(uint64_t bytes) {
 // The bounds are never destroyed: the exit handler that writes the textfile (get(), below) was
 // registered before they were first made, so static destruction would free them before it runs.
 const std::vector<double>& WorkerMetrics::secondsBounds() {
-  static const auto* const bounds = new std::vector<double>{
-      1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1, 3, 10};
+  static const auto* const bounds =
+      new std::vector<double>{1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1, 3, 10};
   return *bounds;
 }
 
