@@ -2,7 +2,8 @@
 // Heartbeats between this rank and its reducers. A rank sends one on each reducer's data
 // connection 4 times per period (LIBREDUCE_HEARTBEAT_MS) and expects the same of every reducer:
 // anything from a reducer counts. A reducer that sent nothing for a whole period is frozen or cut
-// off; it is named then, long before the operation timeout would.
+// off; it is named then, long before the operation timeout would. This rank's own stalls are
+// not the reducers' silence (transport/liveness.h).
 #include <algorithm>
 
 #include "collectives/communicator.h"
@@ -12,6 +13,8 @@ namespace rd::coll {
 
 void Communicator::heartbeat(Clock::time_point now) {
   const uint32_t period_ms = limits::heartbeatPeriodMs(config_.heartbeat_ms);
+  const Clock::duration away = silence_watch_.look(now);
+  for (auto& link : links_) transport::SilenceWatch::credit(&link.last_heard, away, now);
   if (period_ms == 0 || joined_links_ < links_.size() || aborted_) return;
   {
     std::lock_guard<std::mutex> lock(failure_mu_);

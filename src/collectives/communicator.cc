@@ -75,6 +75,10 @@ rdResult_t Communicator::start() {
   // bootstrap handshake) completes it, and join() returns that.
   join_request_ = std::make_shared<Request>();
   join_deadline_ = Clock::now() + std::chrono::milliseconds(config_.timeout_ms);
+  if (std::any_of(links_.begin(), links_.end(),
+                  [](const ReducerLink& l) { return l.result_channel; })) {
+    RD_CHECK(transport_->prepareLane(transport::Lane::kSeparate));
+  }
   return transport_->runSync([this] {
     RD_CHECK(transport_->listen(config_.listen_host, 0, &listen_address_));
     for (auto& link : links_) RD_CHECK(transport_->connect(link.address, &link.conn, laneOf(link)));

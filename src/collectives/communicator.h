@@ -22,6 +22,7 @@
 #include "common/auth.h"
 #include "protocol/chunking.h"
 #include "protocol/wire.h"
+#include "transport/liveness.h"
 #include "transport/transport.h"
 
 namespace rd::coll {
@@ -336,8 +337,9 @@ class Communicator {
   static constexpr std::chrono::milliseconds kRejoinAnswer{5000};
   static constexpr uint32_t kRejoinFastTries = 60;  // then every 10 kRejoinRetry
   static constexpr size_t kLostConnsKept = 1024;
-  Clock::time_point heartbeat_sent_{};  // progress thread
-  uint64_t next_seq_ = 0;               // progress thread
+  Clock::time_point heartbeat_sent_{};     // progress thread
+  transport::SilenceWatch silence_watch_;  // progress thread
+  uint64_t next_seq_ = 0;                  // progress thread
   std::mutex tuner_mu_;  // callers of post() that go through the tuner, one at a time
   AutoTuner tuner_;
   std::map<uint64_t, std::shared_ptr<Operation>> ops_;

@@ -198,11 +198,13 @@ constexpr Setting kTable[] = {
      .env = "LIBREDUCE_HEARTBEAT_MS",
      .kind = Kind::kInt,
      .default_value = "5000",
-     .description = "Workers and reducers send each other a heartbeat 4 times per period; a peer "
-                    "that sent nothing for a whole period is frozen or cut off, and is reported "
-                    "by name long before LIBREDUCE_TIMEOUT_MS (the reducers' value is the first "
-                    "rank's). 0: no heartbeats, silence is found by the timeout alone; under "
-                    "200 counts as 200.",
+     .description =
+         "Workers and reducers send each other a heartbeat 4 times per period; a peer "
+         "that sent nothing for a whole period is frozen or cut off, and is reported "
+         "by name long before LIBREDUCE_TIMEOUT_MS (the reducers' value is the first "
+         "rank's). Time an observer was itself held up (a starved host) is not counted "
+         "against its peers. 0: no heartbeats, silence is found by the timeout alone; under "
+         "200 counts as 200.",
      .min = 0,
      .max = limits::kMaxTimeoutMs,
      .choices = {}},

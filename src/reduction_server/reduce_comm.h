@@ -21,6 +21,7 @@
 #include "protocol/wire.h"
 #include "reduction_server/buffer_pool.h"
 #include "reduction_server/slot.h"
+#include "transport/liveness.h"
 #include "transport/transport.h"
 
 namespace rd::server {
@@ -205,6 +206,7 @@ class ReduceComm : public std::enable_shared_from_this<ReduceComm> {
   uint32_t timeout_ms_;
   uint32_t heartbeat_ms_;
   Clock::time_point heartbeat_sent_{};
+  transport::SilenceWatch silence_watch_;
   uint16_t flags_;
   transport::Transport* transport_;
   BufferPool* pool_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // What goes wrong in a communicator on a reducer: an operation that fails, a rank that left,
-// a chunk that waited too long, a rank gone silent; and a replacement reducer's resume.
+// a chunk that waited too long, a rank gone silent (not when the reducer itself was held up:
+// transport/liveness.h); and a replacement reducer's resume.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -84,6 +85,8 @@ void ReduceComm::checkTimeouts(Clock::time_point now) {
 }
 
 void ReduceComm::heartbeat(Clock::time_point now) {
+  const Clock::duration away = silence_watch_.look(now);
+  for (RankLink& rank : ranks_) transport::SilenceWatch::credit(&rank.last_heard, away, now);
   if (heartbeat_ms_ == 0 || shape_.epoch == 0 || failed()) return;
   const auto period = std::chrono::milliseconds(heartbeat_ms_);
   if (now - heartbeat_sent_ >= period / 4) {

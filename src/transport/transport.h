@@ -112,6 +112,14 @@ class Transport {
   }
 
   /**
+   * Makes what @p lane needs before its first connection, on the calling thread rather than
+   * the progress thread. A UCX worker takes seconds of CPU to make on a starved host: made on
+   * the progress thread, it would hold up every other communicator's heartbeats for as long.
+   * Optional: connect() makes what is missing itself. Not concurrently with stop().
+   */
+  virtual rdResult_t prepareLane(Lane /*lane*/) { return rdSuccess; }
+
+  /**
    * Sends @p header (copied) and @p payload (must stay valid until @p done runs) on @p conn.
    * @p done may be empty; it runs on the progress thread, maybe inline. Payloads up to
    * LIBREDUCE_EAGER_BYTES go at once (eagerly), without a rendezvous round trip first: the

@@ -89,6 +89,25 @@ TEST(Heartbeat, AnIdleCommunicatorOutlivesManyPeriods) {
   EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, 5000, rdFloat32, rdSum)));
 }
 
+// Every side's progress thread held up for over two periods (a long call on it, a host starved
+// of CPU): once it runs again, each side's own absence is credited to its peers
+// (transport/liveness.h), so no one is called frozen for the time it was not listening.
+TEST(Heartbeat, AnObserverHeldUpPastThePeriodBlamesNoPeer) {
+  constexpr uint32_t kShortest = 200;  // limits::kMinHeartbeatMs
+  World world(heartbeatWorld(3, 2, kShortest));
+  ASSERT_EQ(world.join(), rdSuccess) << lastError();
+  ASSERT_TRUE(allCorrect(world.run(Collective::kAllReduce, 5000, rdFloat32, rdSum)));
+  ASSERT_EQ(world.engine().runSync([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3 * kShortest));
+    return rdSuccess;
+  }),
+            rdSuccess);
+  // Some periods after: every side has looked at its peers again since the hold-up.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2 * kShortest));
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(world.rank(r).asyncError(), rdSuccess) << lastError();
+  EXPECT_TRUE(allCorrect(world.run(Collective::kAllReduce, 5000, rdFloat32, rdSum)));
+}
+
 TEST(Heartbeat, RanksWithDifferentPeriodsAreRefusedAtJoin) {
   WorldOptions o = heartbeatWorld(3, 1);
   o.timeout_ms = 1000;  // the ranks that were not refused wait this long for the last one

@@ -65,6 +65,8 @@ class World {
   const WorldOptions& options() const { return options_; }
   coll::Communicator& rank(int r) { return *ranks_.at(r); }
   server::ReductionServer& reducer(int m) { return *reducers_.at(m); }
+  /** The one progress engine every rank and reducer of this world runs on. */
+  transport::ProgressEngine& engine() { return *engine_; }
   /** The name the loopback fabric knows reducer @p m by (its address). */
   const std::string& reducerAddress(int m) const { return addresses_.at(m); }
   /** Join errors of each rank after join(). */

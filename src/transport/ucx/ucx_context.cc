@@ -59,8 +59,13 @@ rdResult_t UcxContext::shared(const std::string& net_devices, std::shared_ptr<Uc
   if (!net_devices.empty()) ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
   fitEagerMessagesInOneSegment(config);
   ucp_params_t params{};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
+  params.field_mask =
+      UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  // Workers of this context are made and progressed on different threads: each communicator
+  // makes its own on the caller's thread while the progress threads run the others' (and a
+  // reducer's lanes each have a thread).
+  params.mt_workers_shared = 1;
   params.name = "libreduce";
   std::shared_ptr<UcxContext> context(new UcxContext);
   st = ucp_init(&params, config, &context->context_);

@@ -82,9 +82,11 @@ rdResult_t UcxTransport::start() {
   RD_CHECK(settings::readInt(settings::Id::kBootstrapPending, &max_pending));
   RD_CHECK(settings::readSize(settings::Id::kEagerBytes, &eager));
   eager_bytes_ = eager;
+  // Made here, on the caller's thread: the progress thread may be serving other communicators
+  // of this process, whose heartbeats must not wait seconds for it (prepareLane).
+  std::unique_ptr<UcxWorker> worker;
+  RD_CHECK(UcxWorker::create(engine_.get(), netDevicesFor(options_.local_host), &worker));
   return runSync([&] {
-    std::unique_ptr<UcxWorker> worker;
-    RD_CHECK(UcxWorker::create(engine_.get(), netDevicesFor(options_.local_host), &worker));
     bootstrap::Config config;
     config.name = options_.name;
     config.secret = options_.secret;
@@ -123,6 +125,18 @@ rdResult_t UcxTransport::startWorker(UcxWorker* worker) {
   worker->setOwner(this);
   engine_->addSource(worker);
   return rdSuccess;
+}
+
+rdResult_t UcxTransport::prepareLane(Lane lane) {
+  std::unique_ptr<UcxWorker> worker;
+  RD_CHECK(UcxWorker::create(engine_.get(), netDevicesFor(options_.local_host), &worker));
+  return runSync([&] {
+    auto& slot = lanes_[static_cast<size_t>(lane)];
+    if (slot || stopped_) return rdSuccess;  // the worker made above goes unused
+    RD_CHECK(startWorker(worker.get()));
+    slot = std::move(worker);
+    return rdSuccess;
+  });
 }
 
 UcxWorker* UcxTransport::laneWorker(Lane lane) {

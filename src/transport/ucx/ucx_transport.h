@@ -48,6 +48,7 @@ class UcxTransport final : public Transport {
   void close(ConnId conn) override;
   std::string peerName(ConnId conn) const override;
   std::string linkTransports(ConnId conn) const override;
+  rdResult_t prepareLane(Lane lane) override;
   uint64_t handshakesRefused() const override { return bootstrap_ ? bootstrap_->refusals() : 0; }
   rdResult_t registerMemory(void* ptr, size_t len, MemRegion* region) override;
   void deregisterMemory(MemRegion region) override;
@@ -106,8 +107,8 @@ class UcxTransport final : public Transport {
 
   Options options_;
   Handlers handlers_;
-  // By Lane; lanes_[0] is made by start(), the others on first use. All null once stopped (the
-  // engine finishes them).
+  // By Lane; lanes_[0] is made by start(), the others by prepareLane or on first use. All null once
+  // stopped (the engine finishes them).
   std::array<std::unique_ptr<UcxWorker>, kLanes> lanes_;
   bool stopped_ = false;
   size_t eager_bytes_ = 0;               // LIBREDUCE_EAGER_BYTES
