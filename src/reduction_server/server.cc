@@ -72,7 +72,11 @@ ReductionServer::~ReductionServer() {
   // Held payloads and comms reference the transport: drop them on its thread first.
   transport_->runSync([this] {
     waiting_.clear();
-    for (auto& [conn, peer] : peers_) transport_->close(conn);
+    // A close may fail inline and drop the peer from peers_: close from a copy of the ids.
+    std::vector<transport::ConnId> conns;
+    conns.reserve(peers_.size());
+    for (const auto& [conn, peer] : peers_) conns.push_back(conn);
+    for (auto conn : conns) transport_->close(conn);
     peers_.clear();
     comms_.clear();
     return rdSuccess;
@@ -492,8 +496,12 @@ void ReductionServer::onTick() {
     if (peer.state != Peer::State::kJoined && peer.deadline < now) stale.push_back(conn);
   }
   for (auto conn : stale) dropPeer(conn, Drop::kFailed, "did not finish joining in time");
-  for (auto it = comms_.begin(); it != comms_.end();) {
-    auto comm = it->second;
+  // A copy: what a communicator sends may fail inline, and the dropped connection may end it
+  // (dropPeer erases it from comms_) while the loop is still on it.
+  std::vector<std::shared_ptr<ReduceComm>> comms;
+  comms.reserve(comms_.size());
+  for (const auto& [id, comm] : comms_) comms.push_back(comm);
+  for (const auto& comm : comms) {
     if (comm->shape().epoch == 0 && !comm->failed() && comm->join_deadline < now) {
       std::string missing;
       int count = 0;
@@ -510,7 +518,6 @@ void ReductionServer::onTick() {
     comm->checkReleaseRounds(now);
     comm->heartbeat(now);
     comm->sendReleasedLater();
-    ++it;
   }
   closeFailedComms(now);
   drainWaiting();

@@ -37,6 +37,16 @@ void fitEagerMessagesInOneSegment(ucp_config_t* config) {
   ucp_config_modify(config, "RX_SEG_SIZE", std::to_string(segment).c_str());
 }
 
+// Shared memory between the processes of one host goes through UCX's posix transport, not its
+// System V one too: every worker opens an interface of each, and System V segments are a
+// host-wide count (kernel.shmmni, 4096 by default) that a few hundred ranks and their reducers
+// on one host exhaust (ucp_worker_create then fails "Out of memory" at n=256). posix segments
+// are files in /dev/shm, bounded by its size. A user's UCX_TLS stands.
+void leaveOutSystemVSharedMemory(ucp_config_t* config) {
+  if (std::getenv("UCX_TLS") != nullptr) return;
+  ucp_config_modify(config, "TLS", "^sysv");
+}
+
 }  // namespace
 
 rdResult_t ucxError(ucs_status_t status, const char* what) {
@@ -58,6 +68,7 @@ rdResult_t UcxContext::shared(const std::string& net_devices, std::shared_ptr<Uc
   }
   if (!net_devices.empty()) ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
   fitEagerMessagesInOneSegment(config);
+  leaveOutSystemVSharedMemory(config);
   ucp_params_t params{};
   params.field_mask =
       UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME | UCP_PARAM_FIELD_MT_WORKERS_SHARED;

@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include "common/check.h"
+#include "common/host_limits.h"
 #include "common/log.h"
 #include "transport/ucx/ucx_transport.h"
 
@@ -17,7 +18,13 @@ rdResult_t UcxWorker::create(ProgressEngine* engine, const std::string& net_devi
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   params.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the progress thread touches the worker
   ucs_status_t st = ucp_worker_create(w->context_->handle(), &params, &w->worker_);
-  if (st != UCS_OK) return ucxError(st, "ucp_worker_create");
+  if (st != UCS_OK) {
+    // UCX says "Out of memory" for a host limit too: name the one that is used up.
+    const std::string near = limits::hostLimitsNear();
+    if (near.empty()) return ucxError(st, "ucp_worker_create");
+    return setErrorf(rdConnectionError, "ucp_worker_create: %s; nearly used up: %s",
+                     ucs_status_string(st), near.c_str());
+  }
   st = ucp_worker_get_efd(w->worker_, &w->efd_);
   if (st != UCS_OK) return ucxError(st, "ucp_worker_get_efd");
   w->ref_ = std::make_shared<WorkerRef>(WorkerRef{w->worker_, w.get(), engine});
