@@ -77,7 +77,7 @@ wait_for_line() {
 whole_job() {  # run $1: a job from start to end
   local log=$out/run$1.log
   local t0=$SECONDS rc=0
-  timeout 1200 "$reducectl" launch --workers "$ranks" --reducers 2 -- \
+  timeout 2400 "$reducectl" launch --workers "$ranks" --reducers 2 --timeout 1800 -- \
     "$rd_perf" --algo rs,ring -b 4K -e 1M -f 16 >"$log" 2>&1 || rc=$?
   local dir verdicts wrong
   dir=$(grep -o -m1 'logs in [^ ]*' "$log" | cut -d' ' -f3)
