@@ -36,6 +36,12 @@ TEST(HostLimits, OpenFilesNearTheLimitAreNamed) {
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
   std::vector<int> fds;
   for (int fd; (fd = open("/dev/null", O_RDONLY)) >= 0;) fds.push_back(fd);  // up to the limit
+  // A few left free, as a process that just failed to open one usually has by the time it says
+  // why (and the sanitizers' own checks need a pipe): 60 of 64 is still near.
+  for (int i = 0; i < 4 && !fds.empty(); ++i) {
+    close(fds.back());
+    fds.pop_back();
+  }
   const std::string near = limits::hostLimitsNear();
   for (int fd : fds) close(fd);
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
