@@ -16,7 +16,8 @@ rdResult_t UcxWorker::create(ProgressEngine* engine, const std::string& net_devi
   RD_CHECK(UcxContext::shared(net_devices, &w->context_));
   ucp_worker_params_t params{};
   params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  params.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the progress thread touches the worker
+  // One thread at a time: made on the caller's, then touched by the progress thread only.
+  params.thread_mode = UCS_THREAD_MODE_SINGLE;
   ucs_status_t st = ucp_worker_create(w->context_->handle(), &params, &w->worker_);
   if (st != UCS_OK) {
     // UCX says "Out of memory" for a host limit too: name the one that is used up.
