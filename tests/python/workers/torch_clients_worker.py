@@ -128,6 +128,13 @@ def main():
     dist.barrier()
     dist.destroy_process_group()
     print("%s OK" % SCENARIO.upper())
+    if os.environ["BACKEND"] == "gloo":
+        # The reference run ends here: torch 2.11's gloo can leave a worker thread joinable at
+        # interpreter exit ("terminate called without an active exception", about 1 run in 25
+        # of dtensor), which is torch's, not the result's. libreduce's runs exit normally, so
+        # its own teardown stays under test.
+        sys.stdout.flush()
+        os._exit(0)
 
 
 if __name__ == "__main__":
