@@ -3,8 +3,11 @@
 // table), through the reducers (--algo rs) or the ring between the workers (--algo ring).
 // One process per rank; ranks and the rendezvous come from the launcher's environment.
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -12,6 +15,7 @@
 
 #include "libreduce/comm.h"
 #include "perf/algo_compare.h"
+#include "perf/footprint.h"
 #include "perf/perf_runner.h"
 
 namespace {
@@ -88,6 +92,8 @@ const char* const kExtraHelp =
     "  --chunk BYTES, --window N   chunk size and chunks in flight per reducer\n"
     "  --wire-dtype none|bf16|fp16 float32 through the reducers travels as that type, summed\n"
     "                          in float32 (LIBREDUCE_WIRE_DTYPE)\n"
+    "  --footprint FILE        at the end each rank appends a line to FILE: its join time,\n"
+    "                          peak memory, open files, sockets and threads\n"
     "The communicator id comes from LIBREDUCE_COMM_ID; without it (or without reducers) rank 0\n"
     "serves a rendezvous on MASTER_ADDR:MASTER_PORT + 1 that draws it (and joins the ring).\n";
 
@@ -107,6 +113,39 @@ bool wireDtype(const std::string& algo, rdDataType_t* wire) {
   std::fprintf(stderr, "rd_perf: %s\n", rdGetLastError());
   return false;
 }
+
+// --footprint FILE: times this process's joins, then appends its cost to FILE once measured
+// (while its communicators are still open, so their files and sockets count).
+class FootprintRecorder {
+ public:
+  explicit FootprintRecorder(std::string path) : path_(std::move(path)) {}
+
+  /** Runs @p join (a communicator's creation, true when it worked) and adds its wall time. */
+  template <typename Join>
+  bool timeJoin(Join&& join) {
+    const auto start = std::chrono::steady_clock::now();
+    const bool joined = join();
+    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
+    cost_.join_ms += took.count();
+    if (joined) ++cost_.communicators;
+    return joined;
+  }
+
+  /** Writes the line if asked for; false (said on stderr) when the file cannot take it. */
+  bool record(int rank, int nranks) {
+    if (path_.empty()) return true;
+    cost_.rank = rank;
+    cost_.nranks = nranks;
+    rd::perf::readProcessCost(&cost_);
+    if (rd::perf::appendFootprint(path_, cost_)) return true;
+    std::fprintf(stderr, "rd_perf: --footprint %s: %s\n", path_.c_str(), std::strerror(errno));
+    return false;
+  }
+
+ private:
+  std::string path_;
+  rd::perf::Footprint cost_;
+};
 
 // A new communicator running @p algo, made NCCL style: rank 0's unique id goes to every rank
 // through @p via. Null (said on stderr) on failure.
@@ -133,8 +172,8 @@ std::unique_ptr<LibreduceBackend> joinNew(rdComm_t via, int rank, int nranks,
 
 // --algo A,B,...: a communicator per algorithm, and one more (rs: it never measures, so lining
 // up costs the same throughout) that lines the ranks up between timed runs.
-int compareAlgorithms(const std::vector<std::string>& algos, const rd::perf::Options& o,
-                      int rounds) {
+int compareAlgorithms(const std::vector<std::string>& algos, const rd::perf::Options& o, int rounds,
+                      FootprintRecorder* footprint) {
   const char* reducers = std::getenv("LIBREDUCE_REDUCERS");
   if (reducers == nullptr || *reducers == '\0') {
     std::fprintf(stderr, "rd_perf: --algo with several algorithms needs reducers\n");
@@ -148,36 +187,46 @@ int compareAlgorithms(const std::vector<std::string>& algos, const rd::perf::Opt
   // communicator measures. The first one only hands out the others' ids.
   setenv("LIBREDUCE_ALGO", "auto", 1);
   rdComm_t first = nullptr;
-  if (rdCommInitFromEnv(&first) != rdSuccess) {
+  if (!footprint->timeJoin([&] { return rdCommInitFromEnv(&first) == rdSuccess; })) {
     std::fprintf(stderr, "rd_perf: cannot create the communicator: %s\n", rdGetLastError());
     return 2;
   }
   LibreduceBackend bootstrap(first, "auto", rdFloat32);
   const int rank = bootstrap.rank(), nranks = bootstrap.nranks();
-  auto lineup = joinNew(first, rank, nranks, "rs", "rs");
-  if (!lineup) return 2;
+  std::unique_ptr<LibreduceBackend> lineup;
+  if (!footprint->timeJoin([&] {
+        lineup = joinNew(first, rank, nranks, "rs", "rs");
+        return lineup != nullptr;
+      })) {
+    return 2;
+  }
   std::vector<std::unique_ptr<LibreduceBackend>> owned;
   std::vector<rd::perf::Backend*> systems;
   for (const std::string& algo : algos) {
     // The same algorithm twice (rs,rs: what two communicators differ by) gets a second name.
     const auto same =
         std::count(algos.begin(), algos.begin() + static_cast<long>(owned.size()), algo);
-    owned.push_back(joinNew(first, rank, nranks, algo,
-                            same == 0 ? algo : algo + " (" + std::to_string(same + 1) + ")"));
-    if (!owned.back()) return 2;
+    const std::string label = same == 0 ? algo : algo + " (" + std::to_string(same + 1) + ")";
+    if (!footprint->timeJoin([&] {
+          owned.push_back(joinNew(first, rank, nranks, algo, label));
+          return owned.back() != nullptr;
+        })) {
+      return 2;
+    }
     systems.push_back(owned.back().get());
   }
-  return rd::perf::runCompare(*lineup, systems, o, rounds);
+  const int rc = rd::perf::runCompare(*lineup, systems, o, rounds);
+  return footprint->record(rank, nranks) ? rc : 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   rd::perf::Options o;
-  if (int rc = rd::perf::parseCommandLine(
-          argc, argv, "rd_perf",
-          {"--algo", "--reducers", "--chunk", "--window", "--wire-dtype", "--rounds"}, kExtraHelp,
-          true, &o);
+  if (int rc = rd::perf::parseCommandLine(argc, argv, "rd_perf",
+                                          {"--algo", "--reducers", "--chunk", "--window",
+                                           "--wire-dtype", "--rounds", "--footprint"},
+                                          kExtraHelp, true, &o);
       rc >= 0) {
     return rc;
   }
@@ -197,21 +246,23 @@ int main(int argc, char** argv) {
     setenv("RANK", std::to_string(rank).c_str(), 1);
     setenv("WORLD_SIZE", std::to_string(nranks).c_str(), 1);
   }
-  std::string algo_flag;
+  std::string algo_flag, footprint_path;
   int rounds = 5;
   for (size_t i = 0; i + 1 < o.extra.size(); i += 2) {
     if (o.extra[i] == "--algo") algo_flag = o.extra[i + 1];
     if (o.extra[i] == "--rounds") rounds = std::atoi(o.extra[i + 1].c_str());
+    if (o.extra[i] == "--footprint") footprint_path = o.extra[i + 1];
   }
+  FootprintRecorder footprint(footprint_path);
   if (rounds < 1) {
     std::fprintf(stderr, "rd_perf: --rounds must be 1 or more\n");
     return 2;
   }
   if (auto algos = splitList(algo_flag); algos.size() > 1) {
-    return compareAlgorithms(algos, o, rounds);
+    return compareAlgorithms(algos, o, rounds, &footprint);
   }
   rdComm_t comm = nullptr;
-  if (rdCommInitFromEnv(&comm) != rdSuccess) {
+  if (!footprint.timeJoin([&] { return rdCommInitFromEnv(&comm) == rdSuccess; })) {
     std::fprintf(stderr, "rd_perf: cannot create the communicator: %s\n", rdGetLastError());
     return 2;
   }
@@ -224,5 +275,6 @@ int main(int argc, char** argv) {
   rdDataType_t wire = rdFloat32;
   if (!wireDtype(effective, &wire)) return 2;
   LibreduceBackend backend(comm, effective, wire);
-  return rd::perf::runPerf(backend, o);
+  const int rc = rd::perf::runPerf(backend, o);
+  return footprint.record(backend.rank(), backend.nranks()) ? rc : 2;
 }

@@ -312,8 +312,10 @@ int main(int argc, char** argv) {
                strsignal(sig));
   // What each lane served (a job given every lane spreads its chunks over them all).
   for (size_t i = 0; i < server->size(); ++i) {
-    std::fprintf(stderr, "LIBREDUCE_REDUCER_SERVED lane=%zu chunks=%llu\n", i,
-                 static_cast<unsigned long long>(server->lane(i).stats().chunks_served_total));
+    const rd::server::ServerStats stats = server->lane(i).stats();
+    std::fprintf(stderr, "LIBREDUCE_REDUCER_SERVED lane=%zu chunks=%llu operations=%llu\n", i,
+                 static_cast<unsigned long long>(stats.chunks_served_total),
+                 static_cast<unsigned long long>(stats.totals.ops_served));
   }
   metrics.reset();  // its scrapes read the lanes
   server.reset();
@@ -323,5 +325,6 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "LIBREDUCE_REDUCER_CPU user_s=%ld.%06ld sys_s=%ld.%06ld\n",
                static_cast<long>(usage.ru_utime.tv_sec), static_cast<long>(usage.ru_utime.tv_usec),
                static_cast<long>(usage.ru_stime.tv_sec), static_cast<long>(usage.ru_stime.tv_usec));
+  std::fprintf(stderr, "LIBREDUCE_REDUCER_MEMORY peak_rss_kib=%ld\n", usage.ru_maxrss);
   return 0;
 }
