@@ -37,7 +37,7 @@ void readProcessCost(Footprint* f) {
   if (dir == nullptr) return;
   const int own = dirfd(dir);  // the listing's own descriptor is not the process's cost
   char target[64];
-  for (dirent* e; (e = readdir(dir)) != nullptr;) {
+  for (dirent* e = readdir(dir); e != nullptr; e = readdir(dir)) {
     if (e->d_name[0] == '.' || std::atoi(e->d_name) == own) continue;
     ++f->open_files;
     const std::string link = std::string("/proc/self/fd/") + e->d_name;

@@ -109,7 +109,10 @@ column_of() {
 
 # The reducers' figures summed ("total") or as the largest ("max") over the reducers.
 reducers_sum() { awk -v c="$1" 'NF {s += $c} END {printf "%.3f\n", s}' <<<"$reducer_cost"; }
-reducers_max() { awk -v c="$1" 'NF && $c > m {m = $c} END {print m + 0}' <<<"$reducer_cost"; }
+reducers_max() {  # reducers never sampled ("?") are left out
+  awk -v c="$1" 'NF && $c != "?" && (!n++ || $c + 0 > m) {m = $c + 0} END {print n ? m : "?"}' \
+    <<<"$reducer_cost"
+}
 
 if [[ $mode == ranks ]]; then
   header="n reducers exit wrong join_ms(median,max) rank_rss_mib(median) rank_files rank_sockets rank_threads reducer_rss_mib(max) reducer_files(max) reducer_sockets(max) reducer_threads(max)"

@@ -14,6 +14,9 @@ namespace rd::orch {
 /** NAME-YYYYMMDD-HHMMSS-XXXX (XXXX random hex): unique enough for concurrent local jobs. */
 std::string makeJobId(const std::string& name);
 
+/** The names in @p dir but hidden ones (".", "..", ".x"), sorted; none when it cannot be read. */
+std::vector<std::string> sortedEntries(const std::string& dir);
+
 /** mkdir -p; false with @p error naming the directory and the reason. */
 bool makeDirectories(const std::string& path, std::string* error);
 

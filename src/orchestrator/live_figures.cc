@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "orchestrator/live_figures.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -13,6 +11,7 @@
 #include <sstream>
 #include <vector>
 
+#include "orchestrator/job_files.h"
 #include "orchestrator/metrics_scrape.h"
 
 namespace rd::orch {
@@ -41,18 +40,6 @@ std::string secondsText(double seconds) {
     std::snprintf(text, sizeof text, "%.0f us", seconds * 1e6);
   }
   return text;
-}
-
-std::vector<std::string> entriesOf(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] != '.') names.emplace_back(e->d_name);
-    }
-    closedir(d);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 void showReducers(const std::string& output_dir) {
@@ -118,7 +105,7 @@ std::string rankLine(const std::map<std::string, double>& m) {
 std::string newestTextfile(const std::string& dir, time_t* written) {
   std::string newest;
   *written = 0;
-  for (const std::string& file : entriesOf(dir)) {
+  for (const std::string& file : sortedEntries(dir)) {
     struct stat st {};
     std::string path = dir;
     path.append("/").append(file);
@@ -133,7 +120,7 @@ std::string newestTextfile(const std::string& dir, time_t* written) {
 
 void showRanks(const std::string& output_dir) {
   const std::string root = rankMetricsDir(output_dir, "");
-  for (const std::string& replica : entriesOf(root)) {
+  for (const std::string& replica : sortedEntries(root)) {
     time_t newest_at = 0;
     const std::string newest = newestTextfile(root + replica, &newest_at);
     if (newest.empty()) {

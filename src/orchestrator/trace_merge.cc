@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "orchestrator/trace_merge.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -10,6 +9,8 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+
+#include "orchestrator/job_files.h"
 
 namespace rd::orch {
 
@@ -66,18 +67,13 @@ bool isDirectory(const std::string& path) {
 
 std::vector<std::string> timelineFiles(const std::string& dir) {
   std::vector<std::string> files;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string name = e->d_name;
-      if (name.rfind("libreduce-", 0) == 0 && name.size() > 5 &&
-          name.compare(name.size() - 5, 5, ".json") == 0) {
-        files.push_back(dir);
-        files.back().append("/").append(name);
-      }
+  for (const std::string& name : sortedEntries(dir)) {
+    if (name.rfind("libreduce-", 0) == 0 && name.size() > 5 &&
+        name.compare(name.size() - 5, 5, ".json") == 0) {
+      files.push_back(dir);
+      files.back().append("/").append(name);
     }
-    closedir(d);
   }
-  std::sort(files.begin(), files.end());
   return files;
 }
 
