@@ -11,6 +11,7 @@
 //   reducectl tune SPEC [--job-id ID] [--quiet] [run options] | reducectl tune --resume DIR
 //   reducectl validate SPEC
 //   reducectl plan (SPEC | --workers N --worker-gbps G) [--reducer-gbps R] [--reducers K]
+//                  [--bucket SIZE [--one-host CORES [--loopback]] [--json]]
 //
 // Exit status: 0 the job succeeded (or the spec is valid, the plan was made); 1 the job failed;
 // 2 bad usage or a bad spec; 128 + N the job was cancelled by signal N.
@@ -33,8 +34,9 @@
 #include "orchestrator/job_spec_reader.h"
 #include "orchestrator/kube_backend.h"
 #include "orchestrator/local_backend.h"
-#include "orchestrator/plan_model.h"
+#include "orchestrator/plan_command.h"
 #include "orchestrator/pool_key.h"
+#include "orchestrator/reducectl_args.h"
 #include "orchestrator/reducectl_usage.h"
 #include "orchestrator/slurm_backend.h"
 #include "orchestrator/slurm_replica.h"
@@ -47,75 +49,19 @@ namespace {
 using rd::orch::JobSpec;
 using rd::orch::PoolKind;
 
-constexpr int kExitUsage = 2;
-
-[[noreturn]] void die(const std::string& message) {
-  std::fprintf(stderr, "reducectl: %s\n", message.c_str());
-  std::exit(kExitUsage);
-}
-
-// Flags after the subcommand: "--name value" pairs and bare words, in order.
-struct Args {
-  std::vector<std::string> words;
-  std::vector<std::pair<std::string, std::string>> flags;
-};
-
-Args parseArgs(int argc, char** argv, int first, const std::vector<std::string>& switches) {
-  Args args;
-  for (int i = first; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      rd::orch::printReducectlUsage(stdout);
-      std::exit(0);
-    }
-    if (a.rfind("--", 0) != 0) {
-      args.words.push_back(a);
-      continue;
-    }
-    bool is_switch = false;
-    for (const auto& s : switches) is_switch = is_switch || s == a;
-    if (is_switch) {
-      args.flags.emplace_back(a, "");
-    } else if (i + 1 < argc) {
-      args.flags.emplace_back(a, argv[++i]);
-    } else {
-      die(a + " needs a value");
-    }
-  }
-  return args;
-}
-
-int intFlag(const std::string& name, const std::string& text, int lo, int hi) {
-  char* end = nullptr;
-  long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < lo || v > hi) {
-    die(name + " must be a whole number in " + std::to_string(lo) + ".." + std::to_string(hi) +
-        " (got '" + text + "')");
-  }
-  return static_cast<int>(v);
-}
-
-double gbpsFlag(const std::string& name, const std::string& text) {
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0) {
-    die(name + " must be a bandwidth in Gbit/s above 0 (got '" + text + "')");
-  }
-  return v;
-}
+using rd::orch::cli::Args;
+using rd::orch::cli::die;
+using rd::orch::cli::gbpsFlag;
+using rd::orch::cli::intFlag;
+using rd::orch::cli::kExitUsage;
+using rd::orch::cli::loadOrDie;
+using rd::orch::cli::parseArgs;
 
 // Job names and ids become directory names: the displayName rule.
 void requireJobName(const std::string& flag, const std::string& value) {
   if (!rd::orch::isJobName(value)) {
     die(flag + ": 1..128 characters of A-Z a-z 0-9 _ . - (got '" + value + "')");
   }
-}
-
-JobSpec loadOrDie(const std::string& path) {
-  JobSpec spec;
-  std::string error;
-  if (!rd::orch::loadJobSpec(path, &spec, &error)) die(error);
-  return spec;
 }
 
 std::string oneWord(const Args& args, const char* command) {
@@ -444,44 +390,6 @@ int cmdValidate(int argc, char** argv) {
   return 0;
 }
 
-int cmdPlan(int argc, char** argv) {
-  Args args = parseArgs(argc, argv, 2, {});
-  rd::orch::PlanInput input;
-  if (args.words.size() > 1) die("plan takes at most one SPEC file");
-  if (args.words.size() == 1) {
-    JobSpec spec = loadOrDie(args.words[0]);
-    input.workers =
-        spec.pool(PoolKind::kPrimary).replica_count + spec.pool(PoolKind::kWorkers).replica_count;
-    input.worker_gbps = spec.pool(PoolKind::kWorkers).nic_gbps;
-    if (input.worker_gbps == 0) input.worker_gbps = spec.pool(PoolKind::kPrimary).nic_gbps;
-    input.reducer_gbps = spec.pool(PoolKind::kReducers).nic_gbps;
-    input.reducers = spec.pool(PoolKind::kReducers).replica_count;
-  }
-  for (const auto& [name, value] : args.flags) {
-    if (name == "--workers") {
-      input.workers = intFlag(name, value, 1, static_cast<int>(rd::limits::kMaxRanks));
-    } else if (name == "--worker-gbps") {
-      input.worker_gbps = gbpsFlag(name, value);
-    } else if (name == "--reducer-gbps") {
-      input.reducer_gbps = gbpsFlag(name, value);
-    } else if (name == "--reducers") {
-      input.reducers = intFlag(name, value, 0, static_cast<int>(rd::limits::kMaxReducers));
-    } else {
-      die("unknown option " + name + " for plan (see reducectl --help)");
-    }
-  }
-  if (input.workers == 0) die("plan needs a SPEC or --workers N");
-  if (input.worker_gbps == 0) {
-    die("plan needs the workers' NIC bandwidth: --worker-gbps G, or resources.nicGbps in the spec");
-  }
-  if (input.reducer_gbps == 0) input.reducer_gbps = input.worker_gbps;  // same machines' NICs
-  rd::orch::Plan plan;
-  std::string error;
-  if (!rd::orch::makePlan(input, &plan, &error)) die(error);
-  std::fputs(rd::orch::describePlan(input, plan).c_str(), stdout);
-  return 0;
-}
-
 // The Slurm batch script, or the Kubernetes manifests (with a fresh secret in its Secret).
 int cmdRender(int argc, char** argv) {
   Args args = parseArgs(argc, argv, 2, {});
@@ -573,7 +481,7 @@ int main(int argc, char** argv) {
     _exit(code);
   }
   if (command == "validate") return cmdValidate(argc, argv);
-  if (command == "plan") return cmdPlan(argc, argv);
+  if (command == "plan") return rd::orch::runPlanCommand(argc, argv);
   if (command == "render") return cmdRender(argc, argv);
   if (command == "status" || command == "cancel") {
     return cmdStatusOrCancel(argc, argv, command == "cancel");

@@ -635,6 +635,23 @@ class JobTests(JobCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("warning", proc.stdout)
         self.assertIn("8", proc.stdout)
+        # With a bucket: each algorithm's time; as JSON for scripts; bad values named.
+        base = [REDUCECTL, "plan", "--workers", "8", "--worker-gbps", "1"]
+        proc = subprocess.run(base + ["--bucket", "25M"], capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("rs through the reducers:", proc.stdout)
+        self.assertIn("core per Gbit/s", proc.stdout)
+        proc = subprocess.run(base + ["--bucket", "25M", "--json"], capture_output=True, text=True)
+        predicted = json.loads(proc.stdout)
+        self.assertLess(predicted["rs"]["seconds"], predicted["ring"]["seconds"])
+        for bad, words in ((["--bucket", "0"], "--bucket must be a size above 0"),
+                           (["--bucket", "lots"], "--bucket must be a size above 0"),
+                           (["--json"], "need --bucket SIZE"),
+                           (["--bucket", "4K", "--loopback"], "--loopback needs --one-host"),
+                           (["--bucket", "4K", "--one-host", "0"], "--one-host must be")):
+            proc = subprocess.run(base + bad, capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 2, bad)
+            self.assertIn(words, proc.stderr, bad)
 
 
 # Skips that nothing scripts/setup.sh installs could undo: the kernel or sandbox will not run a
