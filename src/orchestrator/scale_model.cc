@@ -125,8 +125,9 @@ bool predictScale(const ScaleCase& c, const ScaleCosts& costs, ScalePrediction* 
   ScalePrediction p;
   p.rs = rsTime(c, costs, cpu);
   p.ring = ringTime(c, costs, cpu);
-  p.reducers_for_links =
-      static_cast<int>(std::ceil(c.workers * c.worker_gbps / c.reducer_gbps * (1 - 1e-9)));
+  // At most kMaxRanks, as for the CPU below: past that the count only says "more than there are".
+  const double for_links = std::ceil(c.workers * c.worker_gbps / c.reducer_gbps * (1 - 1e-9));
+  p.reducers_for_links = static_cast<int>(std::min<double>(for_links, limits::kMaxRanks));
   // The fewest reducers whose CPUs, on hosts of their own, keep up with the workers' links.
   const double worker_link =
       c.bucket_bytes / (costs.link_efficiency * c.worker_gbps * kBytesPerGbit);
