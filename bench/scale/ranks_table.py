@@ -8,7 +8,8 @@ For each n of --ranks:
   - one job per size compares auto with rs (rd_perf --algo auto,rs) after the warm-up auto
     needs to finish measuring that size (6 runs of up to 64 calls, docs/benchmarks.md), so
     that auto's figure is its choice's, not its trials'.
-Then, at the largest n, one rs job per reducer count of --reducer-counts.
+Then, at the largest n, one rs job per reducer count of --reducer-counts, and one per collective
+of --collectives (reduce-scatter, all-gather, broadcast: through the reducers).
 
 Writes OUT/table.md (the command, date and commit, the tables), OUT/results.json and every
 job's rd_perf JSON and logs under OUT/jobs/.
@@ -46,6 +47,8 @@ def parse_args(argv):
     p.add_argument("--reducers", type=int, default=2)
     p.add_argument("--sizes", default="4K,64K,1M")
     p.add_argument("--reducer-counts", default="2,4,8,16", help="at the largest n, rs only")
+    p.add_argument("--collectives", default="reducescatter,allgather,broadcast",
+                   help="at the largest n, through --reducers reducers")
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--rounds", type=int, default=3)
@@ -69,7 +72,9 @@ def rd_perf_job(args, name: str, ranks: int, reducers: int, perf_args: list[str]
     if run.returncode != 0:
         raise SystemExit(f"{name}: exit {run.returncode}\n{run.stderr[-2000:]}")
     results = json.loads(json_path.read_text())["results"]
-    wrong = [r for r in results if r.get("out_of_place", r).get("wrong", 0) != 0]
+    wrong = [r for r in results
+             if any(r.get(placement, {}).get("wrong", 0) != 0
+                    for placement in ("out_of_place", "in_place"))]
     if wrong:
         raise SystemExit(f"{name}: wrong results: {wrong}")
     return results
@@ -112,7 +117,17 @@ def measure(args) -> dict:
             sweep.append({"n": n, "reducers": k, "size": r["size"],
                           "rs_us": r["out_of_place"]["time_us"]})
             print(json.dumps(sweep[-1]), flush=True)
-    return {"rows": rows, "reducer_sweep": sweep}
+    collectives = []
+    for coll in [c for c in args.collectives.split(",") if c]:
+        n = max(ranks)
+        results = rd_perf_job(args, f"n{n}-{coll}", n, args.reducers, [
+            "--coll", coll, "-b", str(min(sizes)), "-e", str(max(sizes)), "-f",
+            str(sizes[1] // sizes[0] if len(sizes) > 1 else 2), "-w", str(args.warmup)])
+        for r in results:
+            collectives.append({"n": n, "reducers": args.reducers, "coll": coll,
+                                "size": r["size"], "us": r["out_of_place"]["time_us"]})
+            print(json.dumps(collectives[-1]), flush=True)
+    return {"rows": rows, "reducer_sweep": sweep, "collectives": collectives}
 
 
 def size_text(size: int) -> str:
@@ -140,6 +155,12 @@ def write_table(args, data: dict, argv: list[str]) -> str:
         for r in data["reducer_sweep"]:
             lines.append(f"| {r['n']} | {r['reducers']} | {size_text(r['size'])} | "
                          f"{r['rs_us'] / 1e3:.2f} |")
+    if data.get("collectives"):
+        lines += ["", "The other collectives through the reducers (one job each):", "",
+                  "| n | reducers | collective | size | time (ms) |", "|---|---|---|---|---|"]
+        for r in data["collectives"]:
+            lines.append(f"| {r['n']} | {r['reducers']} | {r['coll']} | {size_text(r['size'])} | "
+                         f"{r['us'] / 1e3:.2f} |")
     return "\n".join(lines) + "\n"
 
 
