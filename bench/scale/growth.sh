@@ -37,8 +37,9 @@ while (($#)); do
   shift 2
 done
 case $mode in ranks | comms) ;; *) echo "--mode: ranks or comms" >&2; exit 2 ;; esac
-reducectl=$PWD/$build/src/reducectl
-rd_perf=$PWD/$build/bench/rd_perf
+[[ $build == /* ]] || build=$PWD/$build
+reducectl=$build/src/reducectl
+rd_perf=$build/bench/rd_perf
 mkdir -p "$out"
 
 # One /proc sample of process $1: "files sockets threads".
@@ -86,8 +87,9 @@ run_job() {
   local r pid
   for r in "$job_dir"/reducer-*.log; do
     [[ -f $r ]] || continue
-    pid=$(grep -o -m1 'LIBREDUCE_REDUCER_READY address=[^ ]* pid=[0-9]*' "$r" | sed 's/.*pid=//')
-    reducer_cost+=$(awk -v m="${most[$pid]:-? ? ?}" '
+    pid=$(grep -o -m1 'LIBREDUCE_REDUCER_READY address=[^ ]* pid=[0-9]*' "$r" | sed 's/.*pid=//' ||
+          true)
+    reducer_cost+=$(awk -v m="${most[${pid:-none}]:-? ? ?}" '
       /^LIBREDUCE_REDUCER_MEMORY/ {split($2, a, "="); rss = a[2] / 1024}
       /^LIBREDUCE_REDUCER_CPU/ {split($2, u, "="); split($3, y, "="); cpu = u[2] + y[2]}
       /^LIBREDUCE_REDUCER_SERVED/ {split($4, o, "="); ops += o[2]}

@@ -20,6 +20,7 @@ while (($#)); do
   esac
   shift 2
 done
+[[ $build == /* ]] || build=$PWD/$build
 mkdir -p "$out/jobs"
 id=lost-reducer-n$ranks-$$
 dir=$out/jobs/$id/reducectl
@@ -41,25 +42,34 @@ wait_for() {
 }
 
 t0=$SECONDS
-"$PWD/$build/src/reducectl" launch --workers "$ranks" --reducers "$reducers" --job-id "$id" \
+"$build/src/reducectl" launch --workers "$ranks" --reducers "$reducers" --job-id "$id" \
   --output-dir "$out/jobs" --timeout 1800 --quiet -- \
-  "$PWD/$build/bench/rd_perf" --algo rs -b 64K -e 4M -f 4 -n 40 -w 2 >"$out/$id.log" 2>&1 &
+  "$build/bench/rd_perf" --algo rs -b 64K -e 4M -f 4 -n 40 -w 2 >"$out/$id.log" 2>&1 &
 job_pid=$!
 wait_for "$dir/primary-0.log" 900 '^ +65536 '
 victim=$(grep -o -m1 'LIBREDUCE_REDUCER_READY address=[^ ]* pid=[0-9]*' "$dir/reducer-1.log" |
-         sed 's/.*pid=//')
+         sed 's/.*pid=//') || { echo "no ready line in $dir/reducer-1.log" >&2; exit 1; }
 kill -KILL "$victim"
 rc=0
 wait "$job_pid" || rc=$?
 job_pid=
 wrong=$(awk -F: '/^# Out of bounds values/ {w += $2; seen = 1} END {print seen ? w + 0 : "?"}' \
         "$dir/primary-0.log")
+# The record says -1 for what never happened (no replacement ready, no stall measured).
 failovers=$(/usr/bin/python3 -c '
 import json, sys
+def ms(v):
+    return "never" if v < 0 else "%s ms" % v
+def ready(f):
+    if f["replacementReadyAtSeconds"] < 0:
+        return "no replacement ready"
+    return "replacement ready %.1f s after the loss" % (
+        f["replacementReadyAtSeconds"] - f["lostAtSeconds"])
 rec = json.load(open(sys.argv[1]))
-print("; ".join("%s (%s): silent %s ms, stalled %s ms, replacement ready %.1f s after the loss"
-                % (f["reducer"], f["cause"], f["silentMs"], f["stalledMs"],
-                   f["replacementReadyAtSeconds"] - f["lostAtSeconds"])
-                for f in rec.get("failovers", [])) or "none")' "$dir/job.json")
+print("; ".join("%s (%s): silent %s, stalled %s, %s"
+                % (f["reducer"], f["cause"], ms(f["silentMs"]), ms(f["stalledMs"]), ready(f))
+                for f in rec.get("failovers", [])) or "none")' "$dir/job.json") ||
+  failovers="unknown (no readable $dir/job.json)"
 echo "n=$ranks reducers=$reducers: exit $rc in $((SECONDS - t0)) s, wrong $wrong, failovers: $failovers, logs $dir" |
   tee -a "$out/lost-reducer.txt"
+[[ $rc == 0 && $wrong == 0 ]]

@@ -23,8 +23,9 @@ def read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
 
 
 def column(header, rows, name):
+    """The column's values; "?" (a process never sampled, a missing footprint) as NaN."""
     i = header.index(name)
-    return [float(r[i].split(",")[0]) for r in rows]
+    return [float("nan") if r[i].startswith("?") else float(r[i].split(",")[0]) for r in rows]
 
 
 def main(directory: Path):
@@ -33,7 +34,7 @@ def main(directory: Path):
     n = column(header, rows, "n")
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     axes[0].plot(n, column(header, rows, "join_ms(median,max)"), "o-", label="rank join (median)")
-    axes[0].set(xlabel="ranks", ylabel="ms", title="join time against ranks (2 cores)")
+    axes[0].set(xlabel="ranks", ylabel="ms", title="join time against ranks (one host)")
     axes[1].plot(n, column(header, rows, "rank_rss_mib(median)"), "o-", label="rank")
     axes[1].plot(n, column(header, rows, "reducer_rss_mib(max)"), "s-", label="reducer")
     axes[1].set(xlabel="ranks", ylabel="MiB", title="peak resident memory against ranks")
@@ -56,7 +57,7 @@ def main(directory: Path):
     axes[1].plot(comms, column(header, rows, "reducer_cpu_us_per_operation"), "s-",
                  label="reducer CPU per operation (us)")
     axes[1].set(xlabel="communicators of 4 ranks held at once", ylabel="us",
-                title="reducer CPU per 64 KiB operation", ylim=(0, None))
+                title="reducer CPU per operation", ylim=(0, None))
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend()

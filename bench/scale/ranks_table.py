@@ -90,14 +90,25 @@ def figures(results: list[dict]) -> dict[tuple[str, int], float]:
     return out
 
 
+def size_step(sizes: list[int]) -> int:
+    """rd_perf's -f for the sweep of @sizes: they must grow by one whole factor each step."""
+    if len(sizes) == 1:
+        return 2
+    step = sizes[1] // sizes[0]
+    if step < 2 or any(b != a * step for a, b in zip(sizes, sizes[1:])):
+        raise SystemExit(f"--sizes must grow by one whole factor of 2 or more, got {sizes}")
+    return step
+
+
 def measure(args) -> dict:
     sizes = [parse_size(s) for s in args.sizes.split(",")]
+    step = str(size_step(sizes))
     ranks = [int(n) for n in args.ranks.split(",")]
     rows = []
     for n in ranks:
         got = figures(rd_perf_job(args, f"n{n}-rs-ring", n, args.reducers, [
             "--algo", "rs,ring", "-b", str(min(sizes)), "-e", str(max(sizes)), "-f",
-            str(sizes[1] // sizes[0] if len(sizes) > 1 else 2), "-w", str(args.warmup),
+            step, "-w", str(args.warmup),
             "--rounds", str(args.rounds)]))
         for size in sizes:
             auto = figures(rd_perf_job(args, f"n{n}-auto-{size}", n, args.reducers, [
@@ -112,7 +123,7 @@ def measure(args) -> dict:
         n = max(ranks)
         results = rd_perf_job(args, f"n{n}-k{k}-rs", n, k, [
             "--algo", "rs", "-b", str(min(sizes)), "-e", str(max(sizes)), "-f",
-            str(sizes[1] // sizes[0] if len(sizes) > 1 else 2), "-w", str(args.warmup)])
+            step, "-w", str(args.warmup)])
         for r in results:
             sweep.append({"n": n, "reducers": k, "size": r["size"],
                           "rs_us": r["out_of_place"]["time_us"]})
@@ -122,7 +133,7 @@ def measure(args) -> dict:
         n = max(ranks)
         results = rd_perf_job(args, f"n{n}-{coll}", n, args.reducers, [
             "--coll", coll, "-b", str(min(sizes)), "-e", str(max(sizes)), "-f",
-            str(sizes[1] // sizes[0] if len(sizes) > 1 else 2), "-w", str(args.warmup)])
+            step, "-w", str(args.warmup)])
         for r in results:
             collectives.append({"n": n, "reducers": args.reducers, "coll": coll,
                                 "size": r["size"], "us": r["out_of_place"]["time_us"]})

@@ -29,8 +29,9 @@ while (($#)); do
   shift 2
 done
 case $stop in none | rank | reducer) ;; *) echo "--stop: none, rank or reducer" >&2; exit 2 ;; esac
-reducectl=$PWD/$build/src/reducectl
-rd_perf=$PWD/$build/bench/rd_perf
+[[ $build == /* ]] || build=$PWD/$build
+reducectl=$build/src/reducectl
+rd_perf=$build/bench/rd_perf
 mkdir -p "$out"
 
 hog_pids=()

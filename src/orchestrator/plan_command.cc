@@ -101,7 +101,9 @@ std::string timeJson(const AlgorithmTime& t) {
                 "{\"seconds\": %.17g, \"link_s\": %.17g, \"cpu_s\": %.17g, \"latency_s\": %.17g, "
                 "\"limit\": \"",
                 t.seconds, t.link_s, t.cpu_s, t.latency_s);
-  return buf + t.limit + "\", \"host_per_core\": " + workJson(t.host_per_core) + "}";
+  return buf + t.limit + "\", \"rank\": " + workJson(t.rank) +
+         ", \"reducer\": " + workJson(t.reducer) +
+         ", \"host_per_core\": " + workJson(t.host_per_core) + "}";
 }
 
 }  // namespace
@@ -114,6 +116,11 @@ int runPlanCommand(int argc, char** argv) {
   if (r.bucket_bytes == 0) {
     std::fputs(describePlan(r.input, plan).c_str(), stdout);
     return 0;
+  }
+  if (plan.reducers > static_cast<int>(limits::kMaxRanks)) {
+    die("the plan's " + std::to_string(plan.reducers) +
+        " reducers are more than the model takes (" + std::to_string(limits::kMaxRanks) +
+        "): give --reducers K or faster --reducer-gbps");
   }
   ScaleCase c;
   c.workers = r.input.workers;
@@ -139,10 +146,13 @@ int runPlanCommand(int argc, char** argv) {
               c.bucket_bytes);
   std::fputs(describeTime("rs through the reducers: ", p.rs).c_str(), stdout);
   std::fputs(describeTime("ring: ", p.ring).c_str(), stdout);
+  const std::string for_cpu = p.reducers_for_cpu > 0
+                                  ? std::to_string(p.reducers_for_cpu)
+                                  : "more than " + std::to_string(limits::kMaxRanks);
   std::printf(
-      "reducers needed: %d for their links, %d for their CPUs (%d threads each, at the "
+      "reducers needed: %d for their links, %s for their CPUs (%d threads each, at the "
       "%.2f core per Gbit/s of worker traffic measured over TCP)\n",
-      p.reducers_for_links, p.reducers_for_cpu, calibratedCosts().reducer_threads,
+      p.reducers_for_links, for_cpu.c_str(), calibratedCosts().reducer_threads,
       reducerCoresPerGbps(calibratedCosts()));
   if (c.reducers > static_cast<int>(limits::kMaxReducers)) {
     std::printf(

@@ -29,9 +29,10 @@ double rsChunksPerRank(double bytes, double reducers, double chunk) {
   return reducers * std::max(1.0, std::ceil(bytes / (reducers * chunk)));
 }
 
-// The time of an algorithm from its link time, its CPU work and its hops.
+// The time of an algorithm from its link time, its CPU work and its hops. On one shared host a
+// hop's flight is the CPU work already counted.
 void finish(const ScaleCase& c, const CpuCosts& cpu, double hops, double hop_s, AlgorithmTime* t) {
-  t->latency_s = hops * hop_s;
+  t->latency_s = c.shared_host_cores > 0 ? 0 : hops * hop_s;
   if (c.shared_host_cores > 0) {
     t->cpu_s = cpuOf(t->host_per_core, cpu);
     if (t->cpu_s > t->link_s) t->limit = "host CPU";
@@ -105,8 +106,8 @@ ScaleCosts calibratedCosts() {
   ScaleCosts costs{};
   costs.link_efficiency = 0.933;
   costs.hop_s = 10e-6;
-  costs.tcp = {0, 0.672e-9, 121e-6};
-  costs.shared_memory = {4.33e-6, 0.183e-9, 60.1e-6};
+  costs.tcp = {0, 0.712e-9, 130e-6};
+  costs.shared_memory = {4.47e-6, 0.184e-9, 60.1e-6};
   costs.chunk_bytes = 128 << 10;
   costs.reducer_threads = 4;
   return costs;
@@ -128,16 +129,27 @@ bool predictScale(const ScaleCase& c, const ScaleCosts& costs, ScalePrediction* 
   // At most kMaxRanks, as for the CPU below: past that the count only says "more than there are".
   const double for_links = std::ceil(c.workers * c.worker_gbps / c.reducer_gbps * (1 - 1e-9));
   p.reducers_for_links = static_cast<int>(std::min<double>(for_links, limits::kMaxRanks));
-  // The fewest reducers whose CPUs, on hosts of their own, keep up with the workers' links.
+  // The fewest reducers whose CPUs, on hosts of their own (so over TCP), keep up with the
+  // workers' links.
   const double worker_link =
       c.bucket_bytes / (costs.link_efficiency * c.worker_gbps * kBytesPerGbit);
   ScaleCase own = c;
   own.shared_host_cores = 0;
-  for (own.reducers = 1; own.reducers < static_cast<int>(limits::kMaxRanks); ++own.reducers) {
-    const AlgorithmTime t = rsTime(own, costs, cpu);
-    if (cpuOf(t.reducer, cpu) / std::max(1, costs.reducer_threads) <= worker_link) break;
+  own.loopback = false;
+  p.reducers_for_cpu = 0;
+  for (own.reducers = 1; own.reducers <= static_cast<int>(limits::kMaxRanks); ++own.reducers) {
+    const AlgorithmTime t = rsTime(own, costs, costs.tcp);
+    if (cpuOf(t.reducer, costs.tcp) / std::max(1, costs.reducer_threads) <= worker_link) {
+      p.reducers_for_cpu = own.reducers;
+      break;
+    }
   }
-  p.reducers_for_cpu = own.reducers;
+  for (const AlgorithmTime* t : {&p.rs, &p.ring}) {
+    if (!std::isfinite(t->seconds)) {
+      *error = "the inputs are too extreme for the model: a time is not a finite number";
+      return false;
+    }
+  }
   *out = p;
   return true;
 }

@@ -25,14 +25,14 @@ struct CpuCosts {
   double per_operation_s = 0;  // one rank's share of one all-reduce (posting, waking, waiting)
 };
 
-/** The calibrated constants (the defaults are the fit of docs/scale-model.md). */
+/** The model's constants (calibratedCosts() gives the fitted ones). */
 struct ScaleCosts {
-  double link_efficiency;  // payload rate over the NIC's nominal rate, large transfers
-  double hop_s;            // one message's flight between hosts (wire and switch), not its CPU
-  CpuCosts tcp;            // UCX over TCP between hosts (the emulated cluster's namespaces)
-  CpuCosts shared_memory;  // UCX over shared memory, every process on one host
-  double chunk_bytes;      // the unit a buffer is split into on the wire
-  int reducer_threads;     // cores a reducer reduces on (reduce-server --threads auto: <= 4)
+  double link_efficiency = 1;  // payload rate over the NIC's nominal rate, large transfers
+  double hop_s = 0;            // one message's flight between hosts (wire and switch), not its CPU
+  CpuCosts tcp;                // UCX over TCP between hosts (the emulated cluster's namespaces)
+  CpuCosts shared_memory;      // UCX over shared memory, every process on one host
+  double chunk_bytes = 128 << 10;  // the unit a buffer is split into on the wire
+  int reducer_threads = 1;         // cores a reducer reduces on (reduce-server --threads)
 };
 
 /** The constants fitted on the measurements of docs/scale-model.md. */
@@ -75,8 +75,12 @@ struct AlgorithmTime {
 struct ScalePrediction {
   AlgorithmTime rs;
   AlgorithmTime ring;
-  int reducers_for_links = 0;  // the fewest reducers whose links keep up with the workers'
-  int reducers_for_cpu = 0;    // the fewest whose CPUs keep up with the workers' links
+  // The fewest reducers whose links keep up with the workers' (at most limits::kMaxRanks).
+  int reducers_for_links = 0;
+  // The fewest whose CPUs, on hosts of their own (over TCP), keep up with the workers' links;
+  // 0 when even limits::kMaxRanks reducers do not (each reducer's messages per rank do not
+  // shrink as reducers are added: small buffers).
+  int reducers_for_cpu = 0;
 };
 
 /**
@@ -87,7 +91,7 @@ double reducerCoresPerGbps(const ScaleCosts& costs);
 
 /**
  * Predicts @p c with @p costs; false with @p error naming a bad input (workers < 2, reducers
- * < 1, a rate or size <= 0).
+ * < 1, a rate or size <= 0) or inputs so extreme that a time is not a finite number.
  */
 bool predictScale(const ScaleCase& c, const ScaleCosts& costs, ScalePrediction* out,
                   std::string* error);

@@ -88,8 +88,9 @@ TEST(ScaleModel, RingMessagesGrowWithTheSquareOfTheRanksOnOneHost) {
 
 TEST(ScaleModel, ReducersForTheirCpuKeepUpWithTheWorkersLinks) {
   const ScaleCosts costs = calibratedCosts();
+  // 64 workers at 1 Gbit/s: 64 Gbit/s into the pool, more than one reducer's 4 threads take.
   const ScalePrediction p = predicted(caseOf(64, 64, 1, 64 << 20));
-  ASSERT_GE(p.reducers_for_cpu, 1);
+  ASSERT_GT(p.reducers_for_cpu, 1);
   // With that many, a reducer's CPU time per all-reduce is within the workers' link time;
   // with one fewer it is not.
   ScaleCase at = caseOf(64, p.reducers_for_cpu, 1, 64 << 20);
@@ -107,6 +108,27 @@ TEST(ScaleModel, ReducersForTheirCpuKeepUpWithTheWorkersLinks) {
   }
 }
 
+TEST(ScaleModel, CountsPastWhatAnyPoolHoldsAreCappedOrNone) {
+  ScaleCase c = caseOf(1000, 4, 100, 25 << 20);
+  c.reducer_gbps = 1e-6;  // links that would need 1e11 reducers
+  EXPECT_EQ(predicted(c).reducers_for_links, 65536);
+  // With a cost per message, 4 KiB buffers: each reducer still gets a message from every rank
+  // however many reducers there are, so no count keeps up with 26 Gbit/s of them.
+  ScaleCosts per_message = calibratedCosts();
+  per_message.tcp = {10e-6, 0, 0};
+  EXPECT_EQ(predicted(caseOf(256, 2, 26, 4096), per_message).reducers_for_cpu, 0);
+}
+
+TEST(ScaleModel, NoHopFlightOnOneSharedHost) {
+  ScaleCase c = caseOf(64, 2, 25, 4096);
+  c.shared_host_cores = 2;
+  const ScalePrediction p = predicted(c);
+  EXPECT_EQ(p.ring.latency_s, 0);
+  EXPECT_EQ(p.rs.latency_s, 0);
+  c.shared_host_cores = 0;
+  EXPECT_GT(predicted(c).ring.latency_s, 0);
+}
+
 TEST(ScaleModel, BadInputsAreNamed) {
   ScalePrediction p;
   std::string error;
@@ -118,6 +140,8 @@ TEST(ScaleModel, BadInputsAreNamed) {
   EXPECT_NE(error.find("bandwidth"), std::string::npos) << error;
   EXPECT_FALSE(predictScale(caseOf(4, 2, 1, 0), calibratedCosts(), &p, &error));
   EXPECT_NE(error.find("bucket"), std::string::npos) << error;
+  EXPECT_FALSE(predictScale(caseOf(4, 2, 1e-310, 25 << 20), calibratedCosts(), &p, &error));
+  EXPECT_NE(error.find("not a finite number"), std::string::npos) << error;
 }
 
 }  // namespace
