@@ -8,7 +8,7 @@ For each n of --ranks:
   - one job per size compares auto with rs (rd_perf --algo auto,rs) after the warm-up auto
     needs to finish measuring that size (6 runs of up to 64 calls, docs/benchmarks.md), so
     that auto's figure is its choice's, not its trials'.
-Then, at the largest n, one rs job per reducer count of --reducer-counts, and one per collective
+Then, at the largest n (or --at N), one rs job per reducer count of --reducer-counts, and one per collective
 of --collectives (reduce-scatter, all-gather, broadcast: through the reducers).
 
 Writes OUT/table.md (the command, date and commit, the tables), OUT/results.json and every
@@ -49,6 +49,9 @@ def parse_args(argv):
     p.add_argument("--reducer-counts", default="2,4,8,16", help="at the largest n, rs only")
     p.add_argument("--collectives", default="reducescatter,allgather,broadcast",
                    help="at the largest n, through --reducers reducers")
+    p.add_argument("--at", type=int, default=0,
+                   help="the ranks of the reducer and collective sweeps (default: the largest "
+                        "of --ranks; with --ranks '' only the sweeps run)")
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--rounds", type=int, default=3)
@@ -103,7 +106,10 @@ def size_step(sizes: list[int]) -> int:
 def measure(args) -> dict:
     sizes = [parse_size(s) for s in args.sizes.split(",")]
     step = str(size_step(sizes))
-    ranks = [int(n) for n in args.ranks.split(",")]
+    ranks = [int(n) for n in args.ranks.split(",") if n]
+    at = args.at or max(ranks, default=0)
+    if not at:
+        raise SystemExit("--at N (or --ranks) says how many ranks the sweeps run with")
     rows = []
     for n in ranks:
         got = figures(rd_perf_job(args, f"n{n}-rs-ring", n, args.reducers, [
@@ -120,7 +126,7 @@ def measure(args) -> dict:
             print(json.dumps(rows[-1]), flush=True)
     sweep = []
     for k in [int(k) for k in args.reducer_counts.split(",") if k]:
-        n = max(ranks)
+        n = at
         results = rd_perf_job(args, f"n{n}-k{k}-rs", n, k, [
             "--algo", "rs", "-b", str(min(sizes)), "-e", str(max(sizes)), "-f",
             step, "-w", str(args.warmup)])
@@ -130,7 +136,7 @@ def measure(args) -> dict:
             print(json.dumps(sweep[-1]), flush=True)
     collectives = []
     for coll in [c for c in args.collectives.split(",") if c]:
-        n = max(ranks)
+        n = at
         results = rd_perf_job(args, f"n{n}-{coll}", n, args.reducers, [
             "--coll", coll, "-b", str(min(sizes)), "-e", str(max(sizes)), "-f",
             step, "-w", str(args.warmup)])
@@ -152,10 +158,12 @@ def write_table(args, data: dict, argv: list[str]) -> str:
              f"(loopback, ranks and reducers sharing its cores):", "",
              "```sh", "bench/scale/ranks_table.py " + " ".join(argv), "```", "",
              "Times are medians of the rounds' per-call times (ms), out of place, every result "
-             "verified (0 wrong). rs and ring ran in the same processes; auto beside rs in "
-             "another job, after its trials (the last column: auto's time over that rs's).", "",
-             "| n | size | rs (ms) | ring (ms) | ring / rs | auto (ms) | auto / rs beside it |",
-             "|---|---|---|---|---|---|---|"]
+             "verified (0 wrong)."]
+    if data["rows"]:
+        lines += ["rs and ring ran in the same processes; auto beside rs in another job, after "
+                  "its trials (the last column: auto's time over that rs's).", "",
+                  "| n | size | rs (ms) | ring (ms) | ring / rs | auto (ms) | auto / rs beside it |",
+                  "|---|---|---|---|---|---|---|"]
     for r in data["rows"]:
         lines.append(f"| {r['n']} | {size_text(r['size'])} | {r['rs_us'] / 1e3:.2f} | "
                      f"{r['ring_us'] / 1e3:.2f} | {r['ring_us'] / r['rs_us']:.1f}x | "
