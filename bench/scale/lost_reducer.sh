@@ -63,8 +63,12 @@ def ms(v):
 def ready(f):
     if f["replacementReadyAtSeconds"] < 0:
         return "no replacement ready"
-    return "replacement ready %.1f s after the loss" % (
+    text = "replacement ready %.2f s after the loss" % (
         f["replacementReadyAtSeconds"] - f["lostAtSeconds"])
+    if f.get("readmittedAtSeconds", -1) >= 0:
+        text += ", serving from operation %d, %.2f s after the loss" % (
+            f["readmittedFromOperation"], f["readmittedAtSeconds"] - f["lostAtSeconds"])
+    return text
 rec = json.load(open(sys.argv[1]))
 print("; ".join("%s (%s): silent %s, stalled %s, %s"
                 % (f["reducer"], f["cause"], ms(f["silentMs"]), ms(f["stalledMs"]), ready(f))
