@@ -84,13 +84,9 @@ def rd_perf_job(args, name: str, ranks: int, reducers: int, perf_args: list[str]
 
 
 def figures(results: list[dict]) -> dict[tuple[str, int], float]:
-    """{(system, size): out-of-place time in us}, systems named as rd_perf names them."""
-    out = {}
-    for r in results:
-        system = r.get("system", "libreduce " + r.get("algo", "?"))
-        placement = r.get("out_of_place") or r.get("out-of-place") or r
-        out[(system.removeprefix("libreduce ").split(",")[0], r["size"])] = placement["time_us"]
-    return out
+    """{(algorithm, size): out-of-place time in us} of a compare run (rd_perf --algo A,B)."""
+    return {(r["system"].removeprefix("libreduce ").split(",")[0], r["size"]):
+            r["out_of_place"]["time_us"] for r in results}
 
 
 def size_step(sizes: list[int]) -> int:
